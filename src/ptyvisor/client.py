@@ -1,0 +1,305 @@
+"""An async Python client for the ptyvisor server, used by the CLI and the tests.
+
+    async with Client.connect(url, token) as client:
+        session = await client.spawn(["bash"])
+        await client.attach(session.id)
+        async for event in client.events():
+            ...   # Output(seq, data) or a typed server message
+
+The client remembers the seq it has reached on the attached session, so
+`reconnect()` resumes with exactly the bytes it missed (or a snapshot when they
+are gone). Replies are matched to requests by ``req_id``; everything else (output,
+activity/process changes, session-list pushes) arrives through `events()`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Self
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from ptyvisor.protocol import (
+    SERVER_MESSAGE,
+    Attached,
+    Error,
+    Hello,
+    ServerMessage,
+    Sessions,
+    SessionStats,
+    SessionSummary,
+    SignalName,
+    Snapshot,
+    SnapshotMessage,
+    Spawned,
+    Stats,
+)
+
+EVENT_BUFFER = 4096
+
+
+class ServerError(Exception):
+    """The server answered a request with an ``error`` message."""
+
+    def __init__(self, error: Error) -> None:
+        super().__init__(f"{error.code}: {error.message}")
+        self.code = error.code
+        self.message = error.message
+
+
+class Disconnected(Exception):
+    """The connection to the server is gone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Terminal output of the attached session; ``seq`` is the seq of its first byte."""
+
+    seq: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLost:
+    """The connection dropped without `aclose`; call `reconnect()` to resume."""
+
+    reason: str
+
+
+Event = Output | ConnectionLost | ServerMessage
+
+
+class Client:
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url
+        self._token = token
+        self._ws: ClientConnection | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, MemoryObjectSendStream[ServerMessage]] = {}
+        self._events_in, self._events_out = anyio.create_memory_object_stream[Event](EVENT_BUFFER)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.hello: Hello | None = None
+        self.session_id: str | None = None
+        self.seq: int | None = None
+        self._answers_queries = False
+        self._lost_events = 0
+        self._closing = False
+
+    # ------------------------------------------------------------------ connection
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, url: str, token: str | None) -> AsyncIterator[Self]:
+        client = cls(url, token)
+        async with anyio.create_task_group() as tg:
+            client._tg = tg
+            await client._open()
+            try:
+                yield client
+            finally:
+                await client.aclose()
+                tg.cancel_scope.cancel()
+
+    async def _open(self) -> None:
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        self._ws = await connect(
+            self.url,
+            additional_headers=headers,
+            max_size=None,
+            compression=None,
+            open_timeout=10,
+        )
+        first = SERVER_MESSAGE.validate_json(await self._ws.recv())
+        if not isinstance(first, Hello):
+            raise Disconnected(f"unexpected greeting: {first.type}")
+        self.hello = first
+        assert self._tg is not None
+        self._tg.start_soon(self._read_loop, self._ws)
+
+    async def aclose(self) -> None:
+        self._closing = True
+        if self._ws is not None:
+            await self._ws.close()
+        self._events_in.close()
+        self._events_out.close()
+
+    async def reconnect(self) -> Attached | None:
+        """Open a new connection and, if a session was attached, resume from our seq."""
+        if self._ws is not None:
+            old, self._ws = self._ws, None
+            await old.close()
+        await self._open()
+        if self.session_id is None:
+            return None
+        return await self.attach(
+            self.session_id, since=self.seq, answers_queries=self._answers_queries
+        )
+
+    async def _read_loop(self, ws: ClientConnection) -> None:
+        try:
+            async for message in ws:
+                if isinstance(message, bytes):
+                    if self.seq is not None:
+                        self._emit(Output(self.seq, message))
+                        self.seq += len(message)
+                    continue
+                parsed = SERVER_MESSAGE.validate_json(message)
+                self._track(parsed)
+                req_id = getattr(parsed, "req_id", None)
+                waiter = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
+                if waiter is not None:
+                    waiter.send_nowait(parsed)
+                    waiter.close()
+                else:
+                    self._emit(parsed)
+        except ConnectionClosed:
+            pass
+        finally:
+            if ws is self._ws:
+                for waiter in self._pending.values():
+                    waiter.close()
+                self._pending.clear()
+                if not self._closing:
+                    self._emit(ConnectionLost(str(ws.close_reason or "connection closed")))
+
+    def _track(self, message: ServerMessage) -> None:
+        """Follow the stream position: every snapshot or attach restarts it."""
+        if isinstance(message, Attached):
+            self.seq = message.seq
+        elif isinstance(message, SnapshotMessage) and message.reason == "lagging":
+            self.seq = message.snapshot.seq
+
+    def _emit(self, event: Event) -> None:
+        try:
+            self._events_in.send_nowait(event)
+        except anyio.WouldBlock:
+            self._lost_events += 1
+        except anyio.ClosedResourceError:
+            pass
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Output and unsolicited messages, in arrival order."""
+        async for event in self._events_out:
+            yield event
+
+    async def next_event(self, wait: float = 10) -> Event:
+        with anyio.fail_after(wait):
+            return await self._events_out.receive()
+
+    # ------------------------------------------------------------------ requests
+
+    async def request(self, message: dict[str, Any], wait: float = 30) -> ServerMessage:
+        """Send one request and wait for its reply; raises ServerError on ``error``."""
+        if self._ws is None:
+            raise Disconnected("not connected")
+        req_id = next(self._ids)
+        send, receive = anyio.create_memory_object_stream[ServerMessage](1)
+        self._pending[req_id] = send
+        try:
+            await self._ws.send(json.dumps({**message, "req_id": req_id}))
+            with anyio.fail_after(wait):
+                try:
+                    reply = await receive.receive()
+                except anyio.EndOfStream:
+                    raise Disconnected("connection closed before the reply") from None
+        except ConnectionClosed as error:
+            raise Disconnected(str(error)) from None
+        finally:
+            self._pending.pop(req_id, None)
+            send.close()
+            receive.close()
+        if isinstance(reply, Error):
+            raise ServerError(reply)
+        return reply
+
+    async def list(self) -> list[SessionSummary]:
+        reply = await self.request({"type": "list"})
+        assert isinstance(reply, Sessions)
+        return reply.sessions
+
+    async def watch_sessions(self) -> None:
+        await self.request({"type": "watch_sessions"})
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        name: str | None = None,
+        cols: int = 80,
+        rows: int = 24,
+    ) -> SessionSummary:
+        reply = await self.request(
+            {
+                "type": "spawn",
+                "argv": list(argv),
+                "cwd": cwd,
+                "env": env or {},
+                "name": name,
+                "cols": cols,
+                "rows": rows,
+            }
+        )
+        assert isinstance(reply, Spawned)
+        return reply.session
+
+    async def attach(
+        self, session_id: str, *, since: int | None = None, answers_queries: bool = False
+    ) -> Attached:
+        self.seq = None
+        reply = await self.request(
+            {
+                "type": "attach",
+                "session": session_id,
+                "since": since,
+                "answers_queries": answers_queries,
+            }
+        )
+        assert isinstance(reply, Attached)
+        self.session_id = session_id
+        self._answers_queries = answers_queries
+        return reply
+
+    async def detach(self) -> None:
+        await self.request({"type": "detach"})
+        self.session_id = None
+        self.seq = None
+
+    async def send_input(self, data: bytes | str) -> None:
+        """Raw input to the attached session (binary message; no reply)."""
+        if self._ws is None:
+            raise Disconnected("not connected")
+        await self._ws.send(data.encode() if isinstance(data, str) else data)
+
+    async def input(self, session_id: str, data: str) -> None:
+        await self.request({"type": "input", "session": session_id, "data": data})
+
+    async def resize(self, session_id: str, cols: int, rows: int) -> None:
+        await self.request({"type": "resize", "session": session_id, "cols": cols, "rows": rows})
+
+    async def signal(self, session_id: str, signal: SignalName) -> None:
+        await self.request({"type": "signal", "session": session_id, "signal": signal})
+
+    async def kill(self, session_id: str) -> None:
+        await self.request({"type": "kill", "session": session_id})
+
+    async def close(self, session_id: str) -> None:
+        await self.request({"type": "close", "session": session_id})
+
+    async def snapshot(self, session_id: str) -> Snapshot:
+        reply = await self.request({"type": "snapshot", "session": session_id})
+        assert isinstance(reply, SnapshotMessage)
+        return reply.snapshot
+
+    async def stats(self, session_id: str) -> SessionStats:
+        reply = await self.request({"type": "stats", "session": session_id})
+        assert isinstance(reply, Stats)
+        return reply.stats

@@ -1,0 +1,245 @@
+"""Every ``ptyvisor`` subcommand except ``emit`` (see `cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+from ptyvisor import __version__
+from ptyvisor.client import Client, ServerError
+from ptyvisor.config import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    ServerConfig,
+    default_state_dir,
+    ensure_state_dir,
+    load_or_create_token,
+    read_token,
+)
+from ptyvisor.outputlog import DEFAULT_CAPACITY
+from ptyvisor.protocol import SessionSummary, wire_schema
+from ptyvisor.renderer import DEFAULT_LAG_LIMIT
+
+PHASE_LABELS = {
+    "unavailable": "Live",
+    "starting": "Starting",
+    "working": "Working",
+    "needs_input": "Needs input",
+    "waiting": "Ready",
+    "failed": "Failed",
+    "stopped": "Stopped",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ptyvisor", description="Supervisor for coding-agent terminals."
+    )
+    parser.add_argument("--version", action="version", version=f"ptyvisor {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the server")
+    serve.add_argument("--host", default=DEFAULT_HOST, help="bind address (default: loopback)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--state-dir", type=Path, default=None)
+    serve.add_argument("--token", default=None, help="access token (default: stored one)")
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="browser Origin allowed besides the server's own (repeatable; '*' for any)",
+    )
+    serve.add_argument("--replay-bytes", type=int, default=DEFAULT_CAPACITY)
+    serve.add_argument("--render-lag", type=int, default=DEFAULT_LAG_LIMIT)
+    serve.add_argument("--scrollback", type=int, default=1000)
+    serve.add_argument("-v", "--verbose", action="store_true")
+
+    def client_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--url", default=None, help="server URL (default: $PTYVISOR_URL or local)")
+        p.add_argument("--token", default=None, help="token (default: $PTYVISOR_TOKEN or stored)")
+
+    run = sub.add_parser("run", help="start a program on the server and attach to it")
+    client_options(run)
+    run.add_argument("--name", default=None)
+    run.add_argument("--cwd", default=None)
+    run.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+
+    attach = sub.add_parser("attach", help="attach this terminal to a session")
+    client_options(attach)
+    attach.add_argument("session")
+    attach.add_argument("--detach-key", default="^]")
+
+    ls = sub.add_parser("ls", help="list sessions")
+    client_options(ls)
+    ls.add_argument("--json", action="store_true", help="print the summaries as JSON")
+
+    kill = sub.add_parser("kill", help="terminate a session's programs (HUP, then KILL)")
+    client_options(kill)
+    kill.add_argument("session")
+
+    close = sub.add_parser("close", help="terminate a session and forget it")
+    client_options(close)
+    close.add_argument("session")
+
+    sub.add_parser("emit", help="write an activity frame (used by agent extensions)")
+    sub.add_parser("schema", help="print the JSON Schema of every wire message")
+    return parser
+
+
+def run_command(args: list[str]) -> int:
+    options = build_parser().parse_args(args)
+    command: str = options.command
+    if command == "serve":
+        return serve(options)
+    if command == "schema":
+        print(json.dumps(wire_schema(), indent=2))
+        return 0
+    try:
+        return anyio.run(_client_command, options)
+    except ServerError as error:
+        print(f"ptyvisor: {error.message}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"ptyvisor: cannot reach the server: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def serve(options: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if options.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # websockets logs every refused handshake at INFO with its path, which may hold a token.
+    logging.getLogger("websockets").setLevel(logging.WARNING)
+    state_dir = ensure_state_dir(options.state_dir or default_state_dir())
+    token = options.token or os.environ.get("PTYVISOR_TOKEN") or load_or_create_token(state_dir)
+    config = ServerConfig(
+        token=token,
+        host=options.host,
+        port=options.port,
+        state_dir=state_dir,
+        allowed_origins=options.allow_origin,
+        replay_bytes=options.replay_bytes,
+        render_lag_limit=options.render_lag,
+        scrollback=options.scrollback,
+    )
+    from ptyvisor.server import run_server
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            server = await tg.start(run_server, config)
+            del server
+            print(f"ptyvisor {__version__} serving on {config.url}", flush=True)
+            print(f"token: {state_dir / 'token'} (or --token / PTYVISOR_TOKEN)", flush=True)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+    anyio.run(main)
+    return 0
+
+
+def server_url(options: argparse.Namespace) -> str:
+    return options.url or os.environ.get("PTYVISOR_URL") or f"ws://{DEFAULT_HOST}:{DEFAULT_PORT}/"
+
+
+async def _client_command(options: argparse.Namespace) -> int:
+    from ptyvisor.tty_attach import TerminalAttachment, parse_key
+
+    token = options.token or read_token()
+    async with Client.connect(server_url(options), token) as client:
+        match options.command:
+            case "ls":
+                sessions = await client.list()
+                if options.json:
+                    print(json.dumps([s.model_dump(mode="json") for s in sessions], indent=2))
+                else:
+                    print(format_table(sessions))
+                return 0
+            case "kill":
+                await client.kill(options.session)
+                return 0
+            case "close":
+                await client.close(options.session)
+                return 0
+            case "attach":
+                key = parse_key(options.detach_key)
+                attachment = TerminalAttachment(client, options.session, key)
+                return _finish(await attachment.run(), options.session)
+            case "run":
+                argv = options.argv[1:] if options.argv[:1] == ["--"] else options.argv
+                if not argv:
+                    print("ptyvisor run: give a command after --", file=sys.stderr)
+                    return 2
+                cols, rows = _terminal_size()
+                cwd = options.cwd or os.getcwd()
+                session = await client.spawn(argv, cwd=cwd, name=options.name, cols=cols, rows=rows)
+                attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
+                return _finish(await attachment.run(), session.id)
+    return 2
+
+
+def _finish(exit_code: int | None, session_id: str) -> int:
+    if exit_code is None:
+        print(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
+        return 0
+    return exit_code
+
+
+def _terminal_size() -> tuple[int, int]:
+    try:
+        size = os.get_terminal_size(sys.stdout.fileno())
+    except OSError:
+        return 80, 24
+    return size.columns, size.lines
+
+
+def format_table(sessions: list[SessionSummary]) -> str:
+    rows = [("ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "COMMAND")]
+    now = time.time() * 1000
+    for s in sessions:
+        process = s.process.state
+        if s.process.state == "exited":
+            process = (
+                f"exited {s.process.exit_code}"
+                if s.process.signal is None
+                else f"killed sig {s.process.signal}"
+            )
+        rows.append(
+            (
+                s.id,
+                s.name,
+                process,
+                PHASE_LABELS[s.activity.phase.value],
+                _ago(now - s.activity.since),
+                str(s.clients),
+                " ".join(s.argv),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1]
+        for row in rows
+    )
+
+
+def _ago(ms: float) -> str:
+    seconds = max(int(ms // 1000), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h"

@@ -1,0 +1,79 @@
+"""Server settings, the state directory and the access token.
+
+The token is generated at first start and stored 0600 in the state directory (a 0700
+directory), or given by ``--token`` / ``PTYVISOR_TOKEN``. It is never logged.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ptyvisor.outbox import DEFAULT_LIMIT as DEFAULT_CLIENT_BUFFER
+from ptyvisor.outputlog import DEFAULT_CAPACITY
+from ptyvisor.renderer import DEFAULT_LAG_LIMIT
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7733
+TOKEN_FILE = "token"
+
+
+def default_state_dir() -> Path:
+    explicit = os.environ.get("PTYVISOR_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "ptyvisor"
+
+
+def ensure_state_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
+def load_or_create_token(state_dir: Path) -> str:
+    """Read the stored token, creating it (0600, atomically) on first start."""
+    ensure_state_dir(state_dir)
+    token_path = state_dir / TOKEN_FILE
+    try:
+        token = token_path.read_text().strip()
+        if token:
+            return token
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    temp = state_dir / f".{TOKEN_FILE}.{os.getpid()}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    os.replace(temp, token_path)
+    return token
+
+
+def read_token(state_dir: Path | None = None) -> str | None:
+    """The token a client should use: ``PTYVISOR_TOKEN``, else the stored one."""
+    env = os.environ.get("PTYVISOR_TOKEN")
+    if env:
+        return env
+    try:
+        return ((state_dir or default_state_dir()) / TOKEN_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+@dataclass
+class ServerConfig:
+    token: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    state_dir: Path = field(default_factory=default_state_dir)
+    allowed_origins: list[str] = field(default_factory=list)
+    replay_bytes: int = DEFAULT_CAPACITY
+    render_lag_limit: int = DEFAULT_LAG_LIMIT
+    scrollback: int = 1000
+    client_buffer: int = DEFAULT_CLIENT_BUFFER
+    url: str = ""
+    """How children reach the server (``PTYVISOR_URL``); set once the port is bound."""

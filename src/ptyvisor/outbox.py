@@ -1,0 +1,104 @@
+"""One bounded send queue per client connection.
+
+Fan-out never waits: the PTY reader appends to every attached client's outbox and
+moves on. A client whose outbox passes its byte limit is marked *lagging*: its queued
+output is dropped and, when its sender next runs, it gets one fresh snapshot and
+continues from there — as tmux redraws a client that fell behind. Memory per client
+stays bounded whatever the program writes, and a slow client never slows the PTY or
+other clients.
+
+The session-list stream is state, not history, so it is a flag: the sender sends the
+current list once however many changes happened while it was busy.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import anyio
+
+DEFAULT_LIMIT = 4 * 1024 * 1024
+MAX_BINARY_MESSAGE = 256 * 1024
+
+
+class Outbox:
+    """Queued text (JSON) and binary (terminal output) messages for one client."""
+
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self._limit = limit
+        self._items: deque[str | bytes] = deque()
+        self._size = 0
+        self._wake = anyio.Event()
+        self.lagging = False
+        self.sessions_dirty = False
+        self.closed = False
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def put_output(self, data: bytes) -> None:
+        """Queue terminal output; past the limit, drop it all and mark the client lagging."""
+        if self.lagging or self.closed:
+            return
+        if self._size + len(data) > self._limit:
+            self._drop_output()
+            return
+        if self._items and isinstance(self._items[-1], bytes | bytearray):
+            last = self._items[-1]
+            if len(last) + len(data) <= MAX_BINARY_MESSAGE:
+                # Coalesce small reads into one WebSocket message.
+                if isinstance(last, bytes):
+                    last = bytearray(last)
+                    self._items[-1] = last
+                last += data
+                self._size += len(data)
+                self._wake.set()
+                return
+        self._items.append(data)
+        self._size += len(data)
+        self._wake.set()
+
+    def put_text(self, text: str) -> None:
+        if self.closed:
+            return
+        self._items.append(text)
+        self._size += len(text)
+        self._wake.set()
+
+    def mark_sessions_dirty(self) -> None:
+        self.sessions_dirty = True
+        self._wake.set()
+
+    def resynced(self) -> None:
+        """The sender has queued a fresh snapshot; accept output again."""
+        self.lagging = False
+
+    def _drop_output(self) -> None:
+        kept = deque(item for item in self._items if isinstance(item, str))
+        self._items = kept
+        self._size = sum(len(item) for item in kept)
+        self.lagging = True
+        self._wake.set()
+
+    def discard_output(self) -> None:
+        """Forget queued output (the client detached or switched sessions)."""
+        self._items = deque(item for item in self._items if isinstance(item, str))
+        self._size = sum(len(item) for item in self._items)
+
+    def pop(self) -> str | bytes | None:
+        if not self._items:
+            return None
+        item = self._items.popleft()
+        self._size -= len(item)
+        return bytes(item) if isinstance(item, bytearray) else item
+
+    async def wait(self) -> None:
+        """Wait until there is something to send (or the client is lagging, or closed)."""
+        while not (self._items or self.lagging or self.sessions_dirty or self.closed):
+            await self._wake.wait()
+            self._wake = anyio.Event()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()

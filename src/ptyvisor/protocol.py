@@ -1,0 +1,365 @@
+"""The WebSocket wire protocol: one pydantic model per message type.
+
+Text messages are JSON objects discriminated by ``type``; binary messages are raw
+terminal bytes of the session the connection is attached to (output from the
+server, input from the client). A connection attaches at most one session at a
+time, so binary messages need no header. The server's binary stream is contiguous:
+a client's position is the ``seq`` of the last ``attached``/``snapshot`` message plus
+the bytes received since, which is what it passes as ``since`` when it reconnects.
+
+``ptyvisor schema`` prints the JSON Schema of both unions for other languages.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ptyvisor.activity import Activity
+from ptyvisor.frames import SESSION_ID_PATTERN
+
+PROTOCOL_VERSION = 1
+MAX_TEXT_MESSAGE = 1024 * 1024
+"""Largest text or binary message a client may send; bigger ones close nothing but get an error."""
+
+SessionId = Annotated[str, Field(pattern=f"^(?:{SESSION_ID_PATTERN.pattern})$")]
+RequestId = Annotated[str, Field(max_length=128)] | int | None
+Cols = Annotated[int, Field(ge=1, le=1000)]
+Rows = Annotated[int, Field(ge=1, le=500)]
+SignalName = Literal["HUP", "INT", "QUIT", "TERM", "KILL", "USR1", "USR2", "CONT", "STOP", "WINCH"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Request(_Model):
+    req_id: RequestId = Field(default=None, description="Echoed in the reply or error")
+
+
+# --------------------------------------------------------------------------- state
+
+
+class TermSize(_Model):
+    cols: Cols
+    rows: Rows
+
+
+class ProcessState(_Model):
+    """The process axis: ``starting`` → ``running`` → ``exited``."""
+
+    state: Literal["starting", "running", "exited"]
+    pid: int | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    exited_at: int | None = Field(default=None, description="Unix ms")
+
+
+class SessionSummary(_Model):
+    """What a dashboard shows for one session."""
+
+    id: SessionId
+    name: str
+    argv: list[str]
+    cwd: str
+    agent: str | None = None
+    process: ProcessState
+    activity: Activity
+    pending_interaction: None = Field(default=None, description="Reserved for interactions")
+    clients: int
+    created_at: int = Field(description="Unix ms")
+    size: TermSize
+
+
+class TerminalModesModel(_Model):
+    alternate_screen: bool
+    application_cursor_keys: bool
+    application_keypad: bool
+    bracketed_paste: bool
+    mouse_tracking: Literal["off", "x10", "normal", "button", "any"]
+    mouse_encoding: Literal["default", "utf8", "sgr", "urxvt", "sgr_pixels"]
+    focus_events: bool
+    auto_wrap: bool
+    cursor_visible: bool
+
+
+class Screen(_Model):
+    """The headless terminal's screen, as terminal output that redraws it on a fresh terminal."""
+
+    ansi: str
+    cursor_row: int
+    cursor_col: int
+    title: str
+    modes: TerminalModesModel
+
+
+class Snapshot(_Model):
+    session: SessionSummary
+    seq: int = Field(description="Output seq of the screen; live bytes follow from here")
+    size: TermSize
+    screen: Screen
+
+
+class SessionStats(_Model):
+    output_bytes: int
+    replay_start: int
+    render_lag: int
+    render_skipped: int
+    frames_applied: int
+    frames_rejected: dict[str, int]
+
+
+# --------------------------------------------------------------------------- client → server
+
+
+class ListSessions(_Request):
+    type: Literal["list"]
+
+
+class WatchSessions(_Request):
+    """Subscribe to the session-list stream: a ``sessions`` message on every change."""
+
+    type: Literal["watch_sessions"]
+
+
+class UnwatchSessions(_Request):
+    type: Literal["unwatch_sessions"]
+
+
+class Spawn(_Request):
+    type: Literal["spawn"]
+    argv: Annotated[list[str], Field(min_length=1, max_length=256)]
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="Added to the server's env")
+    name: Annotated[str, Field(max_length=128)] | None = None
+    cols: Cols = 80
+    rows: Rows = 24
+
+
+class Attach(_Request):
+    """Attach; with ``since`` the client gets exactly the bytes it missed if still held."""
+
+    type: Literal["attach"]
+    session: SessionId
+    since: Annotated[int, Field(ge=0)] | None = None
+    answers_queries: bool = Field(
+        default=False,
+        description="True for a terminal emulator that answers DA/DSR itself; "
+        "while one is attached the server stays silent",
+    )
+
+
+class Detach(_Request):
+    type: Literal["detach"]
+
+
+class Input(_Request):
+    type: Literal["input"]
+    session: SessionId
+    data: str
+
+
+class Resize(_Request):
+    type: Literal["resize"]
+    session: SessionId
+    cols: Cols
+    rows: Rows
+
+
+class SendSignal(_Request):
+    type: Literal["signal"]
+    session: SessionId
+    signal: SignalName
+
+
+class Kill(_Request):
+    """Terminate the session's process group (HUP, then KILL after a grace period)."""
+
+    type: Literal["kill"]
+    session: SessionId
+
+
+class Close(_Request):
+    """Kill if still running, then forget the session."""
+
+    type: Literal["close"]
+    session: SessionId
+
+
+class RequestSnapshot(_Request):
+    type: Literal["snapshot"]
+    session: SessionId
+
+
+class GetStats(_Request):
+    type: Literal["stats"]
+    session: SessionId
+
+
+ClientMessage = Annotated[
+    ListSessions
+    | WatchSessions
+    | UnwatchSessions
+    | Spawn
+    | Attach
+    | Detach
+    | Input
+    | Resize
+    | SendSignal
+    | Kill
+    | Close
+    | RequestSnapshot
+    | GetStats,
+    Field(discriminator="type"),
+]
+CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
+CLIENT_MESSAGE_TYPES = frozenset(
+    m.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
+    for m in (
+        ListSessions,
+        WatchSessions,
+        UnwatchSessions,
+        Spawn,
+        Attach,
+        Detach,
+        Input,
+        Resize,
+        SendSignal,
+        Kill,
+        Close,
+        RequestSnapshot,
+        GetStats,
+    )
+)
+
+
+# --------------------------------------------------------------------------- server → client
+
+
+class Hello(_Model):
+    type: Literal["hello"] = "hello"
+    protocol: int = PROTOCOL_VERSION
+    server_version: str
+
+
+class Sessions(_Model):
+    """Reply to ``list``, and every push of the session-list stream."""
+
+    type: Literal["sessions"] = "sessions"
+    req_id: RequestId = None
+    sessions: list[SessionSummary]
+
+
+class Spawned(_Model):
+    type: Literal["spawned"] = "spawned"
+    req_id: RequestId = None
+    session: SessionSummary
+
+
+class Attached(_Model):
+    """Binary output from ``seq`` on follows. ``replay`` says how the client catches up:
+    ``exact`` — the next binary bytes are exactly [since, now); ``snapshot`` — draw
+    ``snapshot.screen.ansi`` on a reset terminal first. ``truncated`` is true when a
+    ``since`` was asked for but those bytes are gone."""
+
+    type: Literal["attached"] = "attached"
+    req_id: RequestId = None
+    session: SessionSummary
+    seq: int
+    replay: Literal["exact", "snapshot"]
+    truncated: bool
+    snapshot: Snapshot | None = None
+
+
+class SnapshotMessage(_Model):
+    """A snapshot asked for (``requested``) or forced on a client that fell too far
+    behind (``lagging``): for ``lagging`` the client resets its terminal, draws the
+    screen, and the binary stream continues from ``snapshot.seq``."""
+
+    type: Literal["snapshot"] = "snapshot"
+    req_id: RequestId = None
+    reason: Literal["requested", "lagging"]
+    snapshot: Snapshot
+
+
+class ActivityChanged(_Model):
+    type: Literal["activity"] = "activity"
+    session: SessionId
+    activity: Activity
+
+
+class ProcessChanged(_Model):
+    type: Literal["process"] = "process"
+    session: SessionId
+    process: ProcessState
+
+
+class Resized(_Model):
+    type: Literal["resized"] = "resized"
+    session: SessionId
+    size: TermSize
+
+
+class SessionClosed(_Model):
+    type: Literal["closed"] = "closed"
+    session: SessionId
+
+
+class Stats(_Model):
+    type: Literal["stats"] = "stats"
+    req_id: RequestId = None
+    session: SessionId
+    stats: SessionStats
+
+
+class Ok(_Model):
+    type: Literal["ok"] = "ok"
+    req_id: RequestId = None
+
+
+ErrorCode = Literal[
+    "bad_json",
+    "bad_message",
+    "unknown_type",
+    "too_large",
+    "unknown_session",
+    "not_attached",
+    "session_exited",
+    "spawn_failed",
+    "internal",
+]
+
+
+class Error(_Model):
+    type: Literal["error"] = "error"
+    req_id: RequestId = None
+    code: ErrorCode
+    message: str
+
+
+ServerMessage = Annotated[
+    Hello
+    | Sessions
+    | Spawned
+    | Attached
+    | SnapshotMessage
+    | ActivityChanged
+    | ProcessChanged
+    | Resized
+    | SessionClosed
+    | Stats
+    | Ok
+    | Error,
+    Field(discriminator="type"),
+]
+SERVER_MESSAGE = TypeAdapter[ServerMessage](ServerMessage)
+
+
+def wire_schema() -> dict[str, Any]:
+    """JSON Schema of every wire model, keyed by direction."""
+    return {
+        "protocol": PROTOCOL_VERSION,
+        "client_to_server": CLIENT_MESSAGE.json_schema(),
+        "server_to_client": SERVER_MESSAGE.json_schema(),
+    }

@@ -1,0 +1,457 @@
+"""One supervised program: the PTY, its frames, its output log, state and clients.
+
+Data flows one way. The reader task drains the PTY master and, for each read, runs
+the frame scanner: frames go to authentication and the activity tracker; the
+remaining bytes go to the output log and straight into every attached client's
+outbox. Nothing on that path waits: the headless terminal (`Renderer`) catches up
+beside it, and each client's sender drains its own outbox.
+
+    PTY ──▶ FrameScanner ──┬──▶ frames ──▶ decode_frame ──▶ ActivityTracker ──▶ events
+                           └──▶ bytes ──▶ OutputLog ──┬──▶ client outboxes ──▶ WebSockets
+                                                      └╌╌▶ Renderer (pyte, beside)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import select
+import signal as signals
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Protocol
+
+import anyio
+from pydantic import ValidationError
+
+from ptyvisor.activity import FRAME_PAYLOAD, ActivityReport, ActivityTracker
+from ptyvisor.child import Child
+from ptyvisor.frames import Rejected, RejectReason, decode_frame, new_nonce
+from ptyvisor.outbox import Outbox
+from ptyvisor.outputlog import OutputLog
+from ptyvisor.protocol import (
+    ActivityChanged,
+    Attached,
+    ProcessChanged,
+    ProcessState,
+    Resized,
+    Screen,
+    SessionStats,
+    SessionSummary,
+    Snapshot,
+    SnapshotMessage,
+    TerminalModesModel,
+    TermSize,
+)
+from ptyvisor.renderer import DEFAULT_LAG_LIMIT, QUIET_SECONDS, Renderer
+from ptyvisor.scanner import FrameScanner, ScanResult
+
+log = logging.getLogger(__name__)
+
+READ_BYTES = 64 * 1024
+READ_BUDGET = 1024 * 1024
+"""Bytes read per wake-up before yielding, so one flooding session cannot starve others."""
+INPUT_LIMIT = 1024 * 1024
+EXIT_DRAIN_SECONDS = 0.5
+"""How long, after the child exits, to wait for the output it left in the PTY."""
+KILL_GRACE_SECONDS = 2.0
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Subscriber(Protocol):
+    """An attached client, as a session sees it."""
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def answers_queries(self) -> bool: ...
+
+
+class SessionConfig(Protocol):
+    replay_bytes: int
+    render_lag_limit: int
+    scrollback: int
+    url: str
+
+
+class Session:
+    """Owns the child process and everything derived from its output."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        name: str,
+        argv: Sequence[str],
+        cwd: str,
+        env: Mapping[str, str],
+        cols: int,
+        rows: int,
+        config: SessionConfig,
+        on_change: Callable[[], None],
+    ) -> None:
+        self.id = session_id
+        self.name = name
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.created_at = now_ms()
+        self._nonce = new_nonce()
+        self._on_change = on_change
+        self.size = TermSize(cols=cols, rows=rows)
+        child_env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
+        child_env.setdefault("TERM", "xterm-256color")
+        child_env.setdefault("COLORTERM", "truecolor")
+        child_env.update(env)
+        child_env.update(
+            PTYVISOR_SESSION=self.id, PTYVISOR_NONCE=self._nonce, PTYVISOR_URL=config.url
+        )
+        # Raises SpawnError before anything else exists: no half-made session.
+        self.child = Child.spawn(self.argv, cwd=cwd, env=child_env, cols=cols, rows=rows)
+        self.process = ProcessState(state="running", pid=self.child.pid)
+        self.tracker = ActivityTracker(self.created_at)
+        self.log = OutputLog(config.replay_bytes)
+        self._scanner = FrameScanner()
+        self.renderer = Renderer(
+            self.log,
+            cols=cols,
+            rows=rows,
+            scrollback=config.scrollback,
+            lag_limit=config.render_lag_limit or DEFAULT_LAG_LIMIT,
+            on_reply=self._answer_query,
+            reader_busy=self._reader_busy,
+        )
+        self._subscribers: list[Subscriber] = []
+        self._answering = 0
+        self._input = bytearray()
+        self._input_ready = anyio.Event()
+        self._last_read = 0.0
+        self._reader_done = anyio.Event()
+        self.exited = anyio.Event()
+        self._cancel = anyio.CancelScope()
+        self.frames_applied = 0
+        self.frames_rejected: dict[str, int] = {}
+        self.closed = False
+        self.finished = anyio.Event()
+        """Set once every task has stopped and the child is reaped."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """Run the session's tasks until `close` (or cancellation); then stop and reap."""
+        with self._cancel:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._read_loop)
+                tg.start_soon(self._watch_exit)
+                tg.start_soon(self.renderer.run)
+                tg.start_soon(self._write_loop)
+        with anyio.CancelScope(shield=True):
+            await self.terminate()
+            self.child.close_fd()
+        self.finished.set()
+
+    async def terminate(self, grace: float = KILL_GRACE_SECONDS) -> None:
+        """Stop every process of the program's session and reap the child.
+
+        HUP first, as a closing terminal would (with CONT, so stopped jobs see it),
+        then KILL whatever is left after ``grace``. Polls rather than relying on the
+        exit watcher, which is not running while the session shuts down.
+        """
+        self.child.signal_session(signals.SIGHUP)
+        self.child.signal_session(signals.SIGCONT)
+        with anyio.move_on_after(grace):
+            while not self.child.poll() or self.child.session_alive():  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        if not self.child.poll() or self.child.session_alive():
+            self.child.signal_session(signals.SIGKILL)
+            while not self.child.poll():  # noqa: ASYNC110 - KILL cannot be ignored
+                await anyio.sleep(0.01)
+        self._exited()
+
+    def close(self) -> None:
+        """Stop the session's tasks; `run` then terminates the program and returns."""
+        self.closed = True
+        self._cancel.cancel()
+
+    # ------------------------------------------------------------------ PTY → everything
+
+    async def _read_loop(self) -> None:
+        fd = self.child.fd
+        try:
+            while True:
+                await anyio.wait_readable(fd)
+                budget = READ_BUDGET
+                while budget > 0:
+                    try:
+                        data = os.read(fd, READ_BYTES)
+                    except BlockingIOError:
+                        break
+                    except OSError:  # EIO: every slave fd is closed
+                        return
+                    if not data:
+                        return
+                    self._ingest(self._scanner.feed(data))
+                    budget -= len(data)
+                self._last_read = time.monotonic()
+        finally:
+            # A held partial prefix at EOF was the program's own output.
+            self._ingest(self._scanner.flush())
+            self._reader_done.set()
+
+    def _ingest(self, scanned: ScanResult) -> None:
+        """Everything the reader does with one read; must stay cheap."""
+        for body in scanned.frames:
+            self._apply_frame(body)
+        if scanned.dropped:
+            self._count_rejection(RejectReason.UNTERMINATED.value, scanned.dropped)
+        output = scanned.output
+        if output:
+            self.log.append(output)
+            for subscriber in self._subscribers:
+                subscriber.outbox.put_output(output)
+            self.renderer.output_added()
+
+    def _reader_busy(self) -> bool:
+        """True while the PTY has data or was read a moment ago: the renderer waits."""
+        if time.monotonic() - self._last_read < QUIET_SECONDS:
+            return True
+        if self._reader_done.is_set():
+            return False
+        try:
+            readable, _, _ = select.select([self.child.fd], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return bool(readable)
+
+    def _apply_frame(self, body: bytes) -> None:
+        decoded = decode_frame(body, self.id, self._nonce)
+        if isinstance(decoded, Rejected):
+            self._count_rejection(decoded.reason.value)
+            return
+        try:
+            payload = FRAME_PAYLOAD.validate_python(decoded)
+        except ValidationError:
+            self._count_rejection(RejectReason.INVALID.value)
+            return
+        self.frames_applied += 1
+        match payload:
+            case ActivityReport():
+                if self.tracker.report(payload):
+                    self._activity_changed()
+
+    def _count_rejection(self, reason: str, count: int = 1) -> None:
+        first = reason not in self.frames_rejected
+        self.frames_rejected[reason] = self.frames_rejected.get(reason, 0) + count
+        if first:
+            # Once per reason; never the frame itself (it may carry the nonce).
+            log.warning("session %s: rejected activity frame: %s", self.id, reason)
+
+    # ------------------------------------------------------------------ exit
+
+    async def _watch_exit(self) -> None:
+        try:
+            pidfd = os.pidfd_open(self.child.pid)
+        except (AttributeError, OSError):
+            pidfd = -1
+        if pidfd >= 0:
+            try:
+                await anyio.wait_readable(pidfd)
+            finally:
+                os.close(pidfd)
+        while not self.child.poll():  # noqa: ASYNC110 - no pidfd (old kernel): poll
+            await anyio.sleep(0.05)
+        with anyio.move_on_after(EXIT_DRAIN_SECONDS):
+            await self._reader_done.wait()
+        self._exited()
+
+    def _exited(self) -> None:
+        if self.exited.is_set():
+            return
+        at = now_ms()
+        self.process = ProcessState(
+            state="exited",
+            pid=self.child.pid,
+            exit_code=self.child.exit_code,
+            signal=self.child.signal,
+            exited_at=at,
+        )
+        if self.tracker.process_exited(
+            exit_code=self.child.exit_code, signal=self.child.signal, now_ms=at
+        ):
+            self._activity_changed()
+        self._broadcast(ProcessChanged(session=self.id, process=self.process).model_dump_json())
+        self.exited.set()
+        self._on_change()
+
+    # ------------------------------------------------------------------ clients → PTY
+
+    def write_input(self, data: bytes) -> bool:
+        """Queue input for the program; False if it is not reading and the queue is full."""
+        if self.exited.is_set():
+            return False
+        if len(self._input) + len(data) > INPUT_LIMIT:
+            return False
+        self._input += data
+        self._input_ready.set()
+        return True
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._input_ready.wait()
+            self._input_ready = anyio.Event()
+            while self._input:
+                written = self.child.write_some(self._input)
+                if written:
+                    del self._input[:written]
+                    continue
+                if self.exited.is_set():
+                    self._input.clear()
+                    break
+                await anyio.sleep(0.01)  # the program's input queue is full
+
+    def _answer_query(self, reply: bytes) -> None:
+        """Called from the renderer's thread for DA/DSR queries."""
+        if self._answering == 0 and not self.exited.is_set():
+            self.child.write_some(reply)
+
+    def send_signal(self, signum: int) -> None:
+        self.child.send_signal(signum)
+
+    async def resize(self, cols: int, rows: int) -> None:
+        size = TermSize(cols=cols, rows=rows)
+        if size == self.size:
+            return
+        self.size = size
+        self.child.resize(cols, rows)
+        await self.renderer.resize(cols, rows)
+        self._broadcast(Resized(session=self.id, size=size).model_dump_json())
+        self._on_change()
+
+    # ------------------------------------------------------------------ attach
+
+    async def attach(
+        self, subscriber: Subscriber, *, since: int | None, req_id: str | int | None
+    ) -> None:
+        """Register a client and queue its catch-up: exact bytes if held, else a snapshot."""
+        if since is not None and self.log.holds(since):
+            self._subscribe(subscriber)
+            subscriber.outbox.put_text(
+                Attached(
+                    req_id=req_id,
+                    session=self.summary(),
+                    seq=since,
+                    replay="exact",
+                    truncated=False,
+                ).model_dump_json()
+            )
+            subscriber.outbox.put_output(self.log.read(since))
+            return
+        snapshot = await self._held_snapshot()
+        self._subscribe(subscriber)
+        subscriber.outbox.put_text(
+            Attached(
+                req_id=req_id,
+                session=snapshot.session,
+                seq=snapshot.seq,
+                replay="snapshot",
+                truncated=since is not None,
+                snapshot=snapshot,
+            ).model_dump_json()
+        )
+        subscriber.outbox.put_output(self.log.read(snapshot.seq))
+
+    async def resync(self, subscriber: Subscriber) -> None:
+        """Give a lagging client a fresh snapshot and resume its stream after it."""
+        snapshot = await self._held_snapshot()
+        subscriber.outbox.discard_output()
+        subscriber.outbox.put_text(
+            SnapshotMessage(reason="lagging", snapshot=snapshot).model_dump_json()
+        )
+        subscriber.outbox.resynced()
+        subscriber.outbox.put_output(self.log.read(snapshot.seq))
+
+    async def _held_snapshot(self) -> Snapshot:
+        """A snapshot whose seq is still in the log, so the stream can continue from it."""
+        while True:
+            snapshot = await self.snapshot()
+            if self.log.holds(snapshot.seq):
+                return snapshot
+
+    def _subscribe(self, subscriber: Subscriber) -> None:
+        if subscriber not in self._subscribers:
+            self._subscribers.append(subscriber)
+            self._answering += subscriber.answers_queries
+            self._on_change()
+
+    def detach(self, subscriber: Subscriber) -> None:
+        if subscriber in self._subscribers:
+            self._subscribers.remove(subscriber)
+            self._answering -= subscriber.answers_queries
+            subscriber.outbox.discard_output()
+            self._on_change()
+
+    def detach_all(self) -> list[Subscriber]:
+        subscribers, self._subscribers = self._subscribers, []
+        self._answering = 0
+        return subscribers
+
+    # ------------------------------------------------------------------ views
+
+    async def snapshot(self) -> Snapshot:
+        terminal, seq = await self.renderer.snapshot()
+        return Snapshot(
+            session=self.summary(),
+            seq=seq,
+            size=TermSize(cols=terminal.cols, rows=terminal.rows),
+            screen=Screen(
+                ansi=terminal.ansi,
+                cursor_row=terminal.cursor_row,
+                cursor_col=terminal.cursor_col,
+                title=terminal.title,
+                modes=TerminalModesModel.model_validate(asdict(terminal.modes)),
+            ),
+        )
+
+    def summary(self) -> SessionSummary:
+        activity = self.tracker.activity
+        return SessionSummary(
+            id=self.id,
+            name=self.name,
+            argv=self.argv,
+            cwd=self.cwd,
+            agent=activity.agent,
+            process=self.process,
+            activity=activity,
+            clients=len(self._subscribers),
+            created_at=self.created_at,
+            size=self.size,
+        )
+
+    def stats(self) -> SessionStats:
+        return SessionStats(
+            output_bytes=self.log.end_seq,
+            replay_start=self.log.start_seq,
+            render_lag=self.renderer.lag,
+            render_skipped=self.renderer.skipped,
+            frames_applied=self.frames_applied,
+            frames_rejected=dict(self.frames_rejected),
+        )
+
+    def _activity_changed(self) -> None:
+        self._broadcast(
+            ActivityChanged(session=self.id, activity=self.tracker.activity).model_dump_json()
+        )
+        self._on_change()
+
+    def _broadcast(self, text: str) -> None:
+        for subscriber in self._subscribers:
+            subscriber.outbox.put_text(text)
+
+
+def new_session_id() -> str:
+    return "s" + secrets.token_hex(4)

@@ -1,0 +1,101 @@
+"""The set of sessions: spawn, look up, close, and the session-list stream."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from anyio.abc import TaskGroup
+
+from ptyvisor.config import ServerConfig
+from ptyvisor.outbox import Outbox
+from ptyvisor.protocol import SessionClosed, SessionSummary
+from ptyvisor.session import Session, new_session_id
+
+log = logging.getLogger(__name__)
+
+
+class UnknownSession(KeyError):
+    """No session has that id (it never existed or was closed)."""
+
+
+class Supervisor:
+    """Owns every session's tasks; sessions outlive the clients that started them."""
+
+    def __init__(self, config: ServerConfig, task_group: TaskGroup) -> None:
+        self.config = config
+        self._tg = task_group
+        self._sessions: dict[str, Session] = {}
+        self._watchers: set[Outbox] = set()
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        name: str | None,
+        cols: int,
+        rows: int,
+    ) -> Session:
+        """Start a session; raises SpawnError (nothing registered) if the program cannot start."""
+        session_id = new_session_id()
+        while session_id in self._sessions:
+            session_id = new_session_id()
+        session = Session(
+            session_id=session_id,
+            name=name or argv[0].rsplit("/", 1)[-1],
+            argv=argv,
+            cwd=cwd,
+            env=env,
+            cols=cols,
+            rows=rows,
+            config=self.config,
+            on_change=self.changed,
+        )
+        self._sessions[session_id] = session
+        self._tg.start_soon(self._run, session, name=f"session {session_id}")
+        log.info("session %s started: %s (pid %d)", session_id, session.name, session.child.pid)
+        self.changed()
+        return session
+
+    async def _run(self, session: Session) -> None:
+        try:
+            await session.run()
+        finally:
+            self._forget(session)
+
+    def _forget(self, session: Session) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+        closed = SessionClosed(session=session.id).model_dump_json()
+        for subscriber in session.detach_all():
+            subscriber.outbox.put_text(closed)
+        log.info("session %s closed", session.id)
+        self.changed()
+
+    def get(self, session_id: str) -> Session:
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise UnknownSession(session_id) from None
+
+    async def close(self, session_id: str) -> None:
+        session = self.get(session_id)
+        session.close()
+        await session.finished.wait()
+
+    def summaries(self) -> list[SessionSummary]:
+        return [session.summary() for session in self._sessions.values()]
+
+    def watch(self, outbox: Outbox) -> None:
+        self._watchers.add(outbox)
+        outbox.mark_sessions_dirty()
+
+    def unwatch(self, outbox: Outbox) -> None:
+        self._watchers.discard(outbox)
+
+    def changed(self) -> None:
+        """A summary changed: every watcher gets the current list once its sender runs."""
+        for outbox in self._watchers:
+            outbox.mark_sessions_dirty()

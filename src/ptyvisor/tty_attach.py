@@ -1,0 +1,132 @@
+"""Attach the current terminal to a session: raw mode, resize on SIGWINCH, a detach key.
+
+The local terminal is a real terminal emulator, so it answers the program's
+DA/DSR queries itself (``answers_queries``) and the server stays silent. On a
+dropped connection it reconnects with backoff and resumes from its seq.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import termios
+import tty
+
+import anyio
+
+from ptyvisor.client import Client, ConnectionLost, Output
+from ptyvisor.protocol import ProcessChanged, SessionClosed, Snapshot, SnapshotMessage
+
+DEFAULT_DETACH_KEY = b"\x1d"  # Ctrl-]
+RESET_MODES = (
+    b"\x1b[0m\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?1005l"
+    b"\x1b[?2004l\x1b[?1004l\x1b[?1l\x1b>\x1b[?25h\x1b[?1049l"
+)
+"""Undo whatever the program left switched on, so the shell gets a sane terminal back."""
+
+
+def parse_key(spec: str) -> bytes:
+    """``^]`` / ``^X`` style notation to the byte the terminal sends."""
+    if len(spec) == 2 and spec[0] == "^":
+        return bytes([ord(spec[1].upper()) & 0x1F])
+    if len(spec) == 1:
+        return spec.encode()
+    raise ValueError(f"detach key must look like ^] or ^X, not {spec!r}")
+
+
+class TerminalAttachment:
+    def __init__(self, client: Client, session_id: str, detach_key: bytes) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._detach_key = detach_key
+        self._in = sys.stdin.fileno()
+        self._out = sys.stdout.fileno()
+        self.exit_code: int | None = None
+        self.detached = False
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._out, view)
+            view = view[written:]
+
+    def _draw(self, snapshot: Snapshot) -> None:
+        self._write(b"\x1bc" + snapshot.screen.ansi.encode())
+
+    async def run(self) -> int | None:
+        """Returns the program's exit code, or None when detached with the key."""
+        saved = termios.tcgetattr(self._in)
+        tty.setraw(self._in)
+        try:
+            await self._resize()
+            attached = await self._client.attach(self._session_id, answers_queries=True)
+            if attached.snapshot is not None:
+                self._draw(attached.snapshot)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._pump_input, tg.cancel_scope)
+                tg.start_soon(self._follow_resizes)
+                await self._pump_output()
+                tg.cancel_scope.cancel()
+        finally:
+            termios.tcsetattr(self._in, termios.TCSADRAIN, saved)
+            self._write(RESET_MODES + b"\r\n")
+        return self.exit_code
+
+    async def _resize(self) -> None:
+        with contextlib.suppress(OSError):
+            cols, rows = os.get_terminal_size(self._out)
+            await self._client.resize(self._session_id, cols, rows)
+
+    async def _follow_resizes(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGWINCH) as signals:
+            async for _ in signals:
+                await self._resize()
+
+    async def _pump_input(self, scope: anyio.CancelScope) -> None:
+        while True:
+            await anyio.wait_readable(self._in)
+            data = os.read(self._in, 65536)
+            if not data:
+                return
+            if self._detach_key in data:
+                before = data.split(self._detach_key, 1)[0]
+                if before:
+                    await self._client.send_input(before)
+                self.detached = True
+                scope.cancel()
+                return
+            await self._client.send_input(data)
+
+    async def _pump_output(self) -> None:
+        async for event in self._client.events():
+            match event:
+                case Output():
+                    self._write(event.data)
+                case SnapshotMessage(reason="lagging"):
+                    self._draw(event.snapshot)
+                case ProcessChanged() if event.process.state == "exited":
+                    code = event.process.exit_code
+                    self.exit_code = code if code is not None else 128 + (event.process.signal or 0)
+                    return
+                case SessionClosed():
+                    self.exit_code = self.exit_code or 0
+                    return
+                case ConnectionLost():
+                    await self._reconnect()
+                case _:
+                    pass
+
+    async def _reconnect(self) -> None:
+        delay = 0.2
+        while True:
+            try:
+                attached = await self._client.reconnect()
+            except Exception:  # server down or restarting: keep trying
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            if attached is not None and attached.snapshot is not None:
+                self._draw(attached.snapshot)
+            return

@@ -1,0 +1,106 @@
+"""Shared fixtures: a real server on a loopback port, real clients, real PTYs."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from ptyvisor.client import Client, Event, Output
+from ptyvisor.config import ServerConfig
+from ptyvisor.server import run_server
+
+TOKEN = "test-token-" + "x" * 20
+PTYVISOR_BIN = str(Path(sys.executable).parent / "ptyvisor")
+"""The installed console script, the way an agent hook would call it."""
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass
+class RunningServer:
+    config: ServerConfig
+
+    @property
+    def url(self) -> str:
+        return self.config.url
+
+    def connect(self, token: str | None = TOKEN) -> Client:
+        return Client(self.url, token)
+
+
+@pytest.fixture
+def server_config(tmp_path: Path) -> ServerConfig:
+    return ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+
+
+@pytest.fixture
+async def server(server_config: ServerConfig) -> AsyncIterator[RunningServer]:
+    async with anyio.create_task_group() as tg:
+        await tg.start(run_server, server_config)
+        yield RunningServer(server_config)
+        tg.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def client(server: RunningServer) -> AsyncIterator[Client]:
+    async with Client.connect(server.url, TOKEN) as connected:
+        yield connected
+
+
+def child_env() -> dict[str, str]:
+    """Environment additions so a child finds the ``ptyvisor`` under test first."""
+    return {"PATH": f"{Path(PTYVISOR_BIN).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+async def until(
+    client: Client, predicate: Callable[[Event], bool], *, wait: float = 15
+) -> list[Event]:
+    """Collect events until one satisfies ``predicate``; fails the test on timeout."""
+    seen: list[Event] = []
+    with anyio.fail_after(wait):
+        async for event in client.events():
+            seen.append(event)
+            if predicate(event):
+                return seen
+    raise AssertionError("event stream ended")
+
+
+def output_of(events: list[Event]) -> bytes:
+    return b"".join(e.data for e in events if isinstance(e, Output))
+
+
+async def poll(check: Callable[[], Awaitable[T | None]], *, wait: float = 10) -> T:
+    """Retry an async check until it returns something truthy."""
+    with anyio.fail_after(wait):
+        while True:
+            result = await check()
+            if result:
+                return result
+            await anyio.sleep(0.02)
+
+
+async def output_until(
+    client: Client, needle: bytes | re.Pattern[bytes], *, wait: float = 15
+) -> bytes:
+    """Accumulate the attached session's output until ``needle`` appears in it."""
+    pattern = needle if isinstance(needle, re.Pattern) else re.compile(re.escape(needle))
+    received = b""
+    with anyio.fail_after(wait):
+        while not pattern.search(received):
+            event = await client.next_event(wait)
+            if isinstance(event, Output):
+                received += event.data
+    return received
