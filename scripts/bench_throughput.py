@@ -102,8 +102,16 @@ async def ptyvisor_round(client: Client, path: Path, size: int) -> tuple[float, 
 
 def start_server(state_dir: Path) -> tuple[subprocess.Popen[str], str]:
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "ptyvisor"), "serve", "--port", "0",
-         "--state-dir", str(state_dir), "--token", TOKEN],
+        [
+            str(Path(sys.executable).parent / "ptyvisor"),
+            "serve",
+            "--port",
+            "0",
+            "--state-dir",
+            str(state_dir),
+            "--token",
+            TOKEN,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -89,7 +89,7 @@ async def test_spoofed_frames_change_nothing(server: RunningServer, client: Clie
     lines.append('printf "C1\\033]7733;ptyvisor;1;$PTYVISOR_SESSION;\\033[1mD1\\033[0m\\n"')
     # An oversized frame: 70 000 payload bytes, never terminated within the limit.
     lines.append(
-        "printf \"C2\\033]7733;ptyvisor;1;$PTYVISOR_SESSION;$PTYVISOR_NONCE;\"; "
+        'printf "C2\\033]7733;ptyvisor;1;$PTYVISOR_SESSION;$PTYVISOR_NONCE;"; '
         "head -c 70000 /dev/zero | tr '\\0' 'A'; printf '\\007D2\\n'"
     )
     lines.append("echo done; read line")

@@ -85,7 +85,7 @@ async def test_kill_terminates_whole_group_and_reaps(client: Client) -> None:
     for pid in [*pids, session.process.pid]:
         assert not alive(pid), f"pid {pid} survived close"
     with pytest.raises(ChildProcessError):
-        os.waitpid(session.process.pid, os.WNOHANG)  # already reaped: no zombie
+        os.waitpid(session.process.pid, os.WNOHANG)  # noqa: ASYNC222 - reaped: no zombie
     await anyio.sleep(0.05)
     assert open_fds() <= fds_before | {"anyio"}, "master/pidfd leaked"
 
@@ -98,7 +98,8 @@ r, _, _ = select.select([0], [], [], 1.5)
 reply = os.read(0, 100) if r else b"none"
 r, _, _ = select.select([0], [], [], 0.5)
 extra = os.read(0, 100) if r else b""
-os.write(1, b"\r\nREPLY=" + reply.replace(b"\x1b", b"^") + b" EXTRA=" + extra.replace(b"\x1b", b"^") + b"\r\n")
+show = lambda b: b.replace(b"\x1b", b"^")
+os.write(1, b"\r\nREPLY=" + show(reply) + b" EXTRA=" + show(extra) + b"\r\n")
 sys.stdin.read(1)
 """
 

@@ -107,9 +107,7 @@ async def test_session_list_stream(server: RunningServer, client: Client) -> Non
 
 
 async def test_resize_reaches_program_and_snapshot(client: Client) -> None:
-    session = await client.spawn(
-        ["sh", "-c", "while read x; do stty size; done"], cols=80, rows=24
-    )
+    session = await client.spawn(["sh", "-c", "while read x; do stty size; done"], cols=80, rows=24)
     await client.attach(session.id, since=0)
     await client.resize(session.id, 132, 43)
     await client.send_input(b"\r")
@@ -120,7 +118,9 @@ async def test_resize_reaches_program_and_snapshot(client: Client) -> None:
 
 
 async def test_signal_and_input_message(client: Client) -> None:
-    session = await client.spawn(["sh", "-c", "trap 'echo got-usr1' USR1; while :; do sleep 0.05; done"])
+    session = await client.spawn(
+        ["sh", "-c", "trap 'echo got-usr1' USR1; while :; do sleep 0.05; done"]
+    )
     await client.attach(session.id, since=0)
     await anyio.sleep(0.2)  # let the shell install its trap before the signal
     await client.signal(session.id, "USR1")

@@ -78,7 +78,7 @@ class Child:
             with contextlib.suppress(OSError):
                 self._process.setwinsize(rows, cols)
 
-    def write_some(self, data: bytes | memoryview) -> int:
+    def write_some(self, data: bytes | bytearray | memoryview) -> int:
         """Write what the PTY takes now; 0 when its input queue is full or it is gone."""
         try:
             return os.write(self.fd, data)

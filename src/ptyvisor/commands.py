@@ -211,7 +211,7 @@ def format_table(sessions: list[SessionSummary]) -> str:
     rows = [("ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "COMMAND")]
     now = time.time() * 1000
     for s in sessions:
-        process = s.process.state
+        process: str = s.process.state
         if s.process.state == "exited":
             process = (
                 f"exited {s.process.exit_code}"

@@ -9,6 +9,10 @@ other clients.
 
 The session-list stream is state, not history, so it is a flag: the sender sends the
 current list once however many changes happened while it was busy.
+
+While a snapshot is being made for this client, everything that arrives is *held*
+(still bounded) and released after the snapshot message, minus any bytes the
+snapshot already covers: the client sees the screen, then exactly what followed it.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ class Outbox:
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         self._limit = limit
-        self._items: deque[str | bytes] = deque()
+        self._items: deque[str | bytes | bytearray] = deque()
         self._size = 0
         self._wake = anyio.Event()
+        self._held: deque[str | bytes | bytearray] | None = None
         self.lagging = False
         self.sessions_dirty = False
         self.closed = False
@@ -44,26 +49,44 @@ class Outbox:
         if self._size + len(data) > self._limit:
             self._drop_output()
             return
-        if self._items and isinstance(self._items[-1], bytes | bytearray):
-            last = self._items[-1]
-            if len(last) + len(data) <= MAX_BINARY_MESSAGE:
-                # Coalesce small reads into one WebSocket message.
-                if isinstance(last, bytes):
-                    last = bytearray(last)
-                    self._items[-1] = last
-                last += data
-                self._size += len(data)
-                self._wake.set()
-                return
-        self._items.append(data)
         self._size += len(data)
-        self._wake.set()
+        queue = self._held if self._held is not None else self._items
+        last = queue[-1] if queue else None
+        if isinstance(last, bytearray) and len(last) + len(data) <= MAX_BINARY_MESSAGE:
+            last += data  # coalesce small reads into one WebSocket message
+        else:
+            queue.append(bytearray(data) if len(data) < MAX_BINARY_MESSAGE else data)
+        if self._held is None:
+            self._wake.set()
 
     def put_text(self, text: str) -> None:
         if self.closed:
             return
-        self._items.append(text)
         self._size += len(text)
+        if self._held is not None:
+            self._held.append(text)
+        else:
+            self._items.append(text)
+            self._wake.set()
+
+    def hold(self) -> None:
+        """Start holding what arrives: a snapshot is being made for this client."""
+        self._held = deque()
+
+    def release(self, first: str, covered: int) -> None:
+        """Send ``first`` (the snapshot), then what was held minus ``covered`` bytes."""
+        held, self._held = self._held or deque(), None
+        self._items.append(first)
+        self._size += len(first)
+        for item in held:
+            if isinstance(item, str) or covered == 0:
+                self._items.append(item)
+                continue
+            cut = min(covered, len(item))
+            covered -= cut
+            self._size -= cut
+            if cut < len(item):
+                self._items.append(item[cut:])
         self._wake.set()
 
     def mark_sessions_dirty(self) -> None:
@@ -71,20 +94,22 @@ class Outbox:
         self._wake.set()
 
     def resynced(self) -> None:
-        """The sender has queued a fresh snapshot; accept output again."""
+        """The sender is making a fresh snapshot; accept output again (held)."""
         self.lagging = False
 
     def _drop_output(self) -> None:
-        kept = deque(item for item in self._items if isinstance(item, str))
-        self._items = kept
-        self._size = sum(len(item) for item in kept)
+        self.discard_output()
         self.lagging = True
         self._wake.set()
 
     def discard_output(self) -> None:
-        """Forget queued output (the client detached or switched sessions)."""
+        """Forget queued output (the client fell behind, detached or switched sessions)."""
         self._items = deque(item for item in self._items if isinstance(item, str))
-        self._size = sum(len(item) for item in self._items)
+        if self._held is not None:
+            self._held = deque(item for item in self._held if isinstance(item, str))
+        self._size = sum(len(item) for item in self._items) + sum(
+            len(item) for item in self._held or ()
+        )
 
     def pop(self) -> str | bytes | None:
         if not self._items:

@@ -108,6 +108,7 @@ class SessionStats(_Model):
     render_skipped: int
     frames_applied: int
     frames_rejected: dict[str, int]
+    client_queues: list[int] = Field(description="Bytes queued for each attached client")
 
 
 # --------------------------------------------------------------------------- client → server

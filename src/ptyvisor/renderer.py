@@ -87,16 +87,19 @@ class Renderer:
         await anyio.to_thread.run_sync(self._terminal.feed, data)
         self.rendered_seq = seq
 
-    async def snapshot(self) -> tuple[TerminalSnapshot, int]:
-        """Bring the terminal up to the log's end and serialise it; returns (snapshot, seq)."""
+    async def snapshot(self, at_least: int) -> tuple[TerminalSnapshot, int]:
+        """Render up to at least ``at_least`` and serialise.
+
+        Returns the snapshot and the seq it shows, which may be past ``at_least``
+        if the background renderer got there first.
+        """
         async with self._lock:
-            target = self._log.end_seq
+            target = max(at_least, self.rendered_seq)
             if target - self.rendered_seq > self._lag_limit:
                 self._skip_to(target - self._lag_limit)
             await self._feed_until(target)
-            seq = self.rendered_seq
             snap = await anyio.to_thread.run_sync(self._terminal.snapshot)
-            return snap, seq
+            return snap, self.rendered_seq
 
     async def resize(self, cols: int, rows: int) -> None:
         """Resize in stream order: render what was written at the old size first."""

@@ -351,36 +351,29 @@ class Session:
             )
             subscriber.outbox.put_output(self.log.read(since))
             return
-        snapshot = await self._held_snapshot()
+        target = self.log.end_seq
+        subscriber.outbox.hold()
         self._subscribe(subscriber)
-        subscriber.outbox.put_text(
-            Attached(
-                req_id=req_id,
-                session=snapshot.session,
-                seq=snapshot.seq,
-                replay="snapshot",
-                truncated=since is not None,
-                snapshot=snapshot,
-            ).model_dump_json()
+        snapshot = await self.snapshot(at_least=target)
+        attached = Attached(
+            req_id=req_id,
+            session=snapshot.session,
+            seq=snapshot.seq,
+            replay="snapshot",
+            truncated=since is not None,
+            snapshot=snapshot,
         )
-        subscriber.outbox.put_output(self.log.read(snapshot.seq))
+        subscriber.outbox.release(attached.model_dump_json(), covered=snapshot.seq - target)
 
     async def resync(self, subscriber: Subscriber) -> None:
-        """Give a lagging client a fresh snapshot and resume its stream after it."""
-        snapshot = await self._held_snapshot()
+        """Give a lagging client a fresh snapshot; its stream continues right after it."""
         subscriber.outbox.discard_output()
-        subscriber.outbox.put_text(
-            SnapshotMessage(reason="lagging", snapshot=snapshot).model_dump_json()
-        )
         subscriber.outbox.resynced()
-        subscriber.outbox.put_output(self.log.read(snapshot.seq))
-
-    async def _held_snapshot(self) -> Snapshot:
-        """A snapshot whose seq is still in the log, so the stream can continue from it."""
-        while True:
-            snapshot = await self.snapshot()
-            if self.log.holds(snapshot.seq):
-                return snapshot
+        target = self.log.end_seq
+        subscriber.outbox.hold()
+        snapshot = await self.snapshot(at_least=target)
+        message = SnapshotMessage(reason="lagging", snapshot=snapshot)
+        subscriber.outbox.release(message.model_dump_json(), covered=snapshot.seq - target)
 
     def _subscribe(self, subscriber: Subscriber) -> None:
         if subscriber not in self._subscribers:
@@ -402,8 +395,10 @@ class Session:
 
     # ------------------------------------------------------------------ views
 
-    async def snapshot(self) -> Snapshot:
-        terminal, seq = await self.renderer.snapshot()
+    async def snapshot(self, at_least: int | None = None) -> Snapshot:
+        """The screen as of output seq ``at_least`` (default: now) or later, as ``seq`` says."""
+        target = self.log.end_seq if at_least is None else at_least
+        terminal, seq = await self.renderer.snapshot(target)
         return Snapshot(
             session=self.summary(),
             seq=seq,
@@ -440,6 +435,7 @@ class Session:
             render_skipped=self.renderer.skipped,
             frames_applied=self.frames_applied,
             frames_rejected=dict(self.frames_rejected),
+            client_queues=[subscriber.outbox.size for subscriber in self._subscribers],
         )
 
     def _activity_changed(self) -> None:
