@@ -1,0 +1,380 @@
+"""The cell model of the headless screen and its serialisation to ANSI output.
+
+`render_snapshot` turns a plain `ScreenState` record into terminal output that,
+written to a fresh terminal of the same size (xterm, xterm.js, tmux), reproduces
+what the program drew and the state it relies on for its next bytes:
+
+* It starts with a *targeted* reset instead of RIS (``ESC c``): RIS would also
+  wipe the client's scrollback, reset its palette, font and other settings the
+  user chose, and flashes on some terminals. We reset only what changes how the
+  rest of the snapshot draws: normal screen buffer, SGR, insert mode, origin
+  mode, scrolling region, G0/GL character set; then home and erase.
+* Scrollback lines are written from the top and pushed off the screen with
+  exactly as many line feeds at the bottom row as needed, so they land in the
+  client's history without blank lines in between.
+* Every row is drawn with absolute positioning (``CSI row;1H``); runs of default
+  blanks are skipped with ``CUF`` (the screen was erased), trailing ones are not
+  written at all. Writing the last column only arms the pending wrap, and the
+  next ``CUP`` disarms it, so the screen never scrolls.
+* Each style change is a full ``CSI 0;...m`` so no attribute leaks between runs.
+* With the alternate screen active, the main screen is drawn first, then
+  ``CSI ?1049h`` and the alternate screen, so leaving it later shows the right
+  main screen (and restores the cursor saved on entry).
+* The tail restores the title, saved cursors, tab stops, scrolling region, every
+  tracked mode explicitly (set *or* reset, so a reused terminal converges too;
+  the mouse encoding is always restored along with tracking), the cursor
+  position — re-arming a pending wrap by rewriting the last cell — charset,
+  visibility and finally the pen (the SGR the program is drawing with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal, NamedTuple
+
+from wcwidth import wcwidth
+
+MouseTracking = Literal["off", "x10", "normal", "button", "any"]
+MouseEncoding = Literal["default", "utf8", "sgr", "urxvt", "sgr_pixels"]
+
+ESC = "\x1b"
+CSI = "\x1b["
+ST = "\x1b\\"
+
+
+class Cell(NamedTuple):
+    """One styled screen cell; the first nine fields match ``pyte.screens.Char``.
+
+    ``data`` is the base character plus any zero-width characters attached to it;
+    ``""`` marks the right half of a wide character. Colours are ``"default"``,
+    a pyte ANSI name (``"red"``, ``"brightred"``, ``"brown"`` for yellow), a
+    256-palette index as a decimal string (``"196"``), or ``"rrggbb"`` truecolor.
+    Keeping palette indices apart from truecolor lets the client apply its own
+    palette, as it would for the live stream.
+    """
+
+    data: str
+    fg: str = "default"
+    bg: str = "default"
+    bold: bool = False
+    italics: bool = False
+    underscore: bool = False
+    strikethrough: bool = False
+    reverse: bool = False
+    blink: bool = False
+    dim: bool = False
+    hidden: bool = False
+    overline: bool = False
+
+
+BLANK = Cell(" ")
+"""An erased, unstyled cell: what a freshly cleared terminal holds everywhere."""
+
+Line = Mapping[int, Cell]
+"""A screen line, keyed by column; missing columns read as the line's default."""
+
+ANSI_COLOURS = ("black", "red", "green", "brown", "blue", "magenta", "cyan", "white")
+BRIGHT_COLOURS = tuple("bright" + name for name in ANSI_COLOURS)
+_COLOUR_SGR: dict[str, tuple[int, int]] = {
+    **{name: (30 + i, 40 + i) for i, name in enumerate(ANSI_COLOURS)},
+    **{name: (90 + i, 100 + i) for i, name in enumerate(BRIGHT_COLOURS)},
+}
+_FLAG_SGR = (
+    ("bold", "1"),
+    ("dim", "2"),
+    ("italics", "3"),
+    ("underscore", "4"),
+    ("blink", "5"),
+    ("reverse", "7"),
+    ("hidden", "8"),
+    ("strikethrough", "9"),
+    ("overline", "53"),
+)
+
+
+def _colour_params(colour: str, background: bool) -> list[str]:
+    if colour == "default":
+        return []
+    ansi = _COLOUR_SGR.get(colour)
+    if ansi is not None:
+        return [str(ansi[1] if background else ansi[0])]
+    base = "48" if background else "38"
+    if len(colour) == 6:
+        try:
+            r, g, b = (int(colour[i : i + 2], 16) for i in (0, 2, 4))
+        except ValueError:
+            return []
+        return [base, "2", str(r), str(g), str(b)]
+    if colour.isdigit():
+        return [base, "5", colour]
+    return []
+
+
+@lru_cache(maxsize=1024)
+def sgr(style: tuple[object, ...]) -> str:
+    """Full ``CSI 0;...m`` for a cell's style (``cell[1:]``): resets first, never leaks."""
+    cell = Cell._make((" ", *style))
+    params = ["0"]
+    params += _colour_params(cell.fg, background=False)
+    params += _colour_params(cell.bg, background=True)
+    params += [code for name, code in _FLAG_SGR if getattr(cell, name)]
+    return CSI + ";".join(params) + "m"
+
+
+@lru_cache(maxsize=4096)
+def _is_wide(data: str) -> bool:
+    return bool(data) and wcwidth(data[0]) == 2
+
+
+@dataclass(frozen=True, slots=True)
+class SavedCursor:
+    """A DECSC slot: 0-based position and the pen at save time."""
+
+    x: int
+    y: int
+    attrs: Cell
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenState:
+    """Everything the snapshot reproduces, decoupled from the emulator's internals."""
+
+    cols: int
+    rows: int
+    main: Sequence[Line]
+    alt: Sequence[Line] | None
+    scrollback: Sequence[Line]
+    cursor_x: int  # may equal cols: the pending-wrap state
+    cursor_y: int
+    pen: Cell
+    cursor_visible: bool
+    title: str = ""
+    saved_main: SavedCursor | None = None
+    saved_alt: SavedCursor | None = None
+    margins: tuple[int, int] | None = None  # 0-based inclusive, None = full screen
+    origin_mode: bool = False
+    auto_wrap: bool = True
+    insert_mode: bool = False
+    newline_mode: bool = False
+    reverse_video: bool = False
+    application_cursor_keys: bool = False
+    application_keypad: bool = False
+    bracketed_paste: bool = False
+    mouse_tracking: MouseTracking = "off"
+    mouse_encoding: MouseEncoding = "default"
+    focus_events: bool = False
+    cursor_style: int = 0
+    g0_graphics: bool = False
+    g1_graphics: bool = False
+    shifted_out: bool = False
+    tabstops: frozenset[int] | None = None  # None = the default, every 8 columns
+
+
+_MOUSE_TRACKING_MODE = {"x10": 9, "normal": 1000, "button": 1002, "any": 1003}
+_MOUSE_ENCODING_MODE = {"utf8": 1005, "sgr": 1006, "urxvt": 1015, "sgr_pixels": 1016}
+
+PROLOGUE = (
+    CSI
+    + "?1049l"  # draw the main screen into the main buffer
+    + CSI
+    + "0m"
+    + CSI
+    + "4l"  # replace mode
+    + CSI
+    + "?6l"  # absolute origin
+    + CSI
+    + "r"  # full-screen scrolling region
+    + ESC
+    + "(B"  # G0 = ASCII ...
+    + "\x0f"  # ... invoked into GL
+    + CSI
+    + "H"
+    + CSI
+    + "2J"
+)
+
+
+class _Writer:
+    """Accumulates output and remembers the current pen to avoid redundant SGR."""
+
+    __slots__ = ("out", "style")
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.style: tuple[object, ...] | None = None
+
+    def pen(self, cell: Cell) -> None:
+        style = tuple(cell[1:])
+        if style != self.style:
+            self.out.append(sgr(style))
+            self.style = style
+
+    def reset_pen(self) -> None:
+        if self.style != tuple(BLANK[1:]):
+            self.out.append(CSI + "0m")
+            self.style = tuple(BLANK[1:])
+
+    def goto(self, y: int, x: int) -> None:
+        """Absolute 0-based move; also disarms any pending wrap."""
+        self.out.append(f"{CSI}{y + 1};{x + 1}H" if x else f"{CSI}{y + 1}H")
+
+    def line(self, line: Line, cols: int, row: int | None = None) -> None:
+        """Draw one line on an erased row: at ``row`` (absolute), or from the cursor
+        when it is already at column 0 (scrollback lines)."""
+        out = self.out
+        gap = 0
+        resync = False
+        x = 0
+        end = min(cols, max(line, default=-1) + 1)  # lines are sparse: stop at the last key
+        while x < end:
+            cell = line[x]
+            if cell == BLANK:
+                gap += 1
+                x += 1
+                continue
+            if row is not None:
+                self.goto(row, x)
+                row = None
+                resync = False
+            elif resync:
+                out.append(f"{CSI}{x + 1}G")
+                resync = False
+            elif gap:
+                out.append(f"{CSI}{gap}C" if gap > 1 else CSI + "C")
+            gap = 0
+            data = cell.data
+            self.pen(cell)
+            if data == "":  # orphaned right half of a wide character
+                out.append(" ")
+            elif x + 1 < cols and line[x + 1].data == "":
+                out.append(data)
+                x += 1
+            elif _is_wide(data):  # lost its right half: cannot be shown whole
+                out.append(" ")
+            else:
+                out.append(data)
+            # Terminals disagree on the width of emoji and of clusters with
+            # zero-width parts: re-synchronise the column after them.
+            resync = len(data) > 1 or (data >= "\U0001f000")
+            x += 1
+
+
+def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
+    """Place the cursor, re-arming a pending wrap by rewriting the last cell(s)."""
+    cols = state.cols
+    y = state.cursor_y
+    top = state.margins[0] if state.origin_mode and state.margins else 0
+    if state.cursor_x >= cols and state.auto_wrap:
+        line = lines[y]
+        last = line[cols - 1]
+        if last.data == "" and cols >= 2 and _is_wide(line[cols - 2].data):
+            w.goto(y - top, cols - 2)
+            w.pen(line[cols - 2])
+            w.out.append(line[cols - 2].data)
+        else:
+            w.goto(y - top, cols - 1)
+            w.pen(last)
+            w.out.append(last.data if last.data and not _is_wide(last.data) else " ")
+    else:
+        w.goto(y - top, min(state.cursor_x, cols - 1))
+
+
+def _saved_cursor(w: _Writer, saved: SavedCursor | None) -> None:
+    if saved is not None:
+        w.goto(saved.y, saved.x)
+        w.pen(saved.attrs)
+        w.out.append(ESC + "7")
+
+
+def _mode(number: int, on: bool, private: bool = True) -> str:
+    return f"{CSI}{'?' if private else ''}{number}{'h' if on else 'l'}"
+
+
+def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> str:
+    """Terminal output that recreates ``state`` on a fresh terminal of the same size."""
+    cols, rows = state.cols, state.rows
+    w = _Writer()
+    out = w.out
+    out.append(PROLOGUE)
+    w.style = tuple(BLANK[1:])
+
+    if include_scrollback and state.scrollback:
+        count = len(state.scrollback)
+        for i, line in enumerate(state.scrollback):
+            if i:
+                w.reset_pen()  # lines scrolled in take the current background
+                out.append("\r\n")
+            w.line(line, cols)
+        w.reset_pen()
+        # Line i sits at row min(count, rows) after the writes; that many line
+        # feeds on the bottom row push exactly the written lines into history.
+        w.goto(rows - 1, 0)
+        out.append("\n" * min(count, rows))
+
+    for y in range(rows):
+        if any(cell != BLANK for cell in state.main[y].values()):
+            w.line(state.main[y], cols, y)
+
+    if state.title:
+        out.append(f"{ESC}]2;{state.title}{ST}")
+
+    if state.alt is not None:
+        # ?1049h saves the cursor: put the one the program saved on entry there.
+        if state.saved_main is not None:
+            w.goto(state.saved_main.y, state.saved_main.x)
+            w.pen(state.saved_main.attrs)
+        out.append(CSI + "?1049h")
+        w.reset_pen()  # the erase below must not paint a background
+        out.append(CSI + "H" + CSI + "2J")
+        for y in range(rows):
+            if any(cell != BLANK for cell in state.alt[y].values()):
+                w.line(state.alt[y], cols, y)
+        _saved_cursor(w, state.saved_alt)
+        lines = state.alt
+    else:
+        _saved_cursor(w, state.saved_main)
+        lines = state.main
+
+    if state.tabstops is not None:
+        out.append(CSI + "3g")
+        for stop in sorted(state.tabstops):
+            if stop < cols:
+                w.goto(0, stop)
+                out.append(ESC + "H")
+
+    if state.margins is not None and state.margins != (0, rows - 1):
+        out.append(f"{CSI}{state.margins[0] + 1};{state.margins[1] + 1}r")
+    out.append(_mode(6, state.origin_mode))
+    out.append(_mode(5, state.reverse_video))
+    out.append(_mode(1, state.application_cursor_keys))
+    out.append(ESC + ("=" if state.application_keypad else ">"))
+    out.append(_mode(2004, state.bracketed_paste))
+    out.append(_mode(1004, state.focus_events))
+    # Mouse: reset everything, then the encoding *and* the tracking mode.
+    out.append(CSI + "?1000l" + CSI + "?1006l" + CSI + "?1005l" + CSI + "?1015l" + CSI + "?1016l")
+    if state.mouse_encoding != "default":
+        out.append(_mode(_MOUSE_ENCODING_MODE[state.mouse_encoding], True))
+    if state.mouse_tracking != "off":
+        out.append(_mode(_MOUSE_TRACKING_MODE[state.mouse_tracking], True))
+    out.append(f"{CSI}{state.cursor_style} q")
+    out.append(_mode(25, state.cursor_visible))
+
+    out.append(_mode(7, True))
+    _cursor_tail(w, state, lines)
+    # Only now: these change how the cell rewritten above would be drawn.
+    if not state.auto_wrap:
+        out.append(_mode(7, False))
+    if state.insert_mode:
+        out.append(_mode(4, True, private=False))
+    if state.newline_mode:
+        out.append(_mode(20, True, private=False))
+    if state.g1_graphics:
+        out.append(ESC + ")0")
+    if state.g0_graphics:
+        out.append(ESC + "(0")
+    if state.shifted_out:
+        out.append("\x0e")
+    w.pen(state.pen)
+    return "".join(out)

@@ -1,0 +1,1478 @@
+"""A headless terminal per session: parses program output, snapshots the screen.
+
+Built on pyte 0.8.2's `Screen` (subclassed) with our own parser. pyte faults
+fixed here, each with a test in ``tests/test_terminal.py``:
+
+1. **Zero-width non-combining characters drop the rest of the run.** pyte's
+   ``draw`` stops at any zero-width character that is not a Unicode combining
+   mark (ZWJ U+200D, VS16 U+FE0F in "⚠️", ...). Our ``draw`` attaches every
+   zero-width character to the previous cell (skipping a wide character's right
+   half) and carries on; non-printable characters are skipped, not fatal.
+2. **No alternate screen.** ``CSI ?47/1047/1049 h/l`` now swap in a separate,
+   fresh buffer and back, leaving the main screen untouched; 1049 also saves and
+   restores the cursor (xterm semantics: one DECSC slot per buffer). Scrollback
+   is collected from the main screen only.
+3. **OSC misparsed and unbounded.** pyte keys OSC on its first character (so
+   ``OSC 133;A`` set the title) and an unterminated OSC swallowed all later
+   output. We read the number up to ``;``, accept BEL, ``ESC \\`` and C1 ST as
+   terminators, set the title only for 0 and 2 (1, the icon name, and all other
+   numbers are ignored), and abandon an unterminated string on the next ESC, CAN
+   or SUB, or once it exceeds a bound (4096 characters; 8 Mi for the big
+   payloads of OSC 52 clipboard and of DCS/APC graphics), so later output shows.
+4. **DCS, APC, PM and SOS payloads drawn as text.** They are consumed silently
+   (same terminators and bounds as OSC).
+
+Also handled: colon SGR sub-parameters (``38:2::r:g:b``, ``4:3``) and dim,
+hidden and overline; 256-colour indices kept apart from truecolor;
+``CSI S``/``CSI T`` scroll (SU feeds scrollback like a line feed does);
+``CSI s``/``CSI u`` save/restore; kitty keyboard ``CSI >u``/``<u``/``=u``/``?u``
+and xterm ``CSI >...m`` ignored instead of misread as SGR; REP (``CSI b``, used by
+ncurses); CHT/CBT; DEC special graphics (``ESC ( 0``, SO/SI) in UTF-8 mode;
+DECSTR; title push/pop (``CSI 22/23 t``, used by vim); DECSCUSR; ED 3 clears
+scrollback instead of the screen; DECCOLM is ignored (as xterm does by default)
+instead of resizing the screen to 132 columns; xterm's pending-wrap rules (a
+wide character that does not fit wraps whole; LF and vertical moves disarm the
+pending wrap); overwriting half of a wide character blanks the other half;
+erasing uses only the background colour (BCE, as xterm/tmux/xterm.js); cursor
+movement outside the scrolling region is bounded by the screen, not the
+region; DECRC clamps into the region only in origin mode and no longer restores
+visibility; ``delete_lines`` no longer keeps a line that should have moved up;
+ICH/DCH/DECALN keep wide characters whole; reverse video (DECSCNM) is a flag
+restored by the snapshot instead of being baked into every cell; VPA in origin
+mode without margins no longer trips an assertion.
+
+Speed: instead of pyte's per-character generator, complete escape sequences are
+matched with one regular expression and printable runs go to ``draw`` whole; a
+pure-ASCII run is stored with a single ``dict.update`` of cached cells. Only a
+sequence that is split across feeds or has controls embedded takes a slower
+per-character path. Scrollback lines are captured in ``index`` (full-screen
+region, main screen) into a bounded deque instead of pyte's slow HistoryScreen.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import unicodedata
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, NamedTuple, Protocol
+
+import pyte
+from pyte import modes as mo
+from pyte.screens import Margins
+from wcwidth import wcwidth
+
+from ptyvisor.snapshot_ansi import (
+    ANSI_COLOURS,
+    BLANK,
+    BRIGHT_COLOURS,
+    Cell,
+    Line,
+    MouseEncoding,
+    MouseTracking,
+    SavedCursor,
+    ScreenState,
+    render_snapshot,
+)
+
+__all__ = [
+    "Cell",
+    "HeadlessTerminal",
+    "MouseEncoding",
+    "MouseTracking",
+    "TerminalModes",
+    "TerminalSnapshot",
+]
+
+DA1_REPLY = "\x1b[?1;2c"
+"""VT100 with advanced video: what xterm.js and tmux answer, and no graphics claims."""
+DA2_REPLY = "\x1b[>0;276;0c"
+"""xterm.js's secondary DA: VT100-class, xterm patch 276."""
+
+OSC_LIMIT = 4096
+"""Characters after which an unterminated OSC is abandoned (and payload kept)."""
+BIG_STRING_LIMIT = 8 * 1024 * 1024
+"""The same bound for OSC 52 and DCS/APC/PM/SOS, whose payloads can be large."""
+MAX_PARAMS = 256
+"""A control sequence longer than this is dropped; the rest is ordinary output."""
+TITLE_STACK_LIMIT = 10
+
+_DECAWM: int = mo.DECAWM
+_DECTCEM: int = mo.DECTCEM
+_DECOM: int = mo.DECOM
+_IRM: int = mo.IRM
+_LNM: int = mo.LNM
+
+_MOUSE_TRACKING: dict[int, MouseTracking] = {
+    9: "x10",
+    1000: "normal",
+    1002: "button",
+    1003: "any",
+}
+_MOUSE_ENCODING: dict[int, MouseEncoding] = {
+    1005: "utf8",
+    1006: "sgr",
+    1015: "urxvt",
+    1016: "sgr_pixels",
+}
+
+_DEC_GRAPHICS_KEYS = "`abcdefghijklmnopqrstuvwxyz{|}~"
+_DEC_GRAPHICS_VALUES = "◆▒␉␌␍␊°±␤␋┘┐┌└┼⎺⎻─⎼⎽├┤┴┬│≤≥π≠£·"
+_DEC_GRAPHICS = {ord(k): v for k, v in zip(_DEC_GRAPHICS_KEYS, _DEC_GRAPHICS_VALUES, strict=True)}
+"""DEC Special Graphics (``ESC ( 0``): what ncurses uses for line drawing."""
+
+_width: Callable[[str], int] = lru_cache(maxsize=8192)(wcwidth)
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalModes:
+    """Input-affecting modes a client must mirror to talk to the program."""
+
+    alternate_screen: bool
+    application_cursor_keys: bool
+    application_keypad: bool
+    bracketed_paste: bool
+    mouse_tracking: MouseTracking
+    mouse_encoding: MouseEncoding
+    focus_events: bool
+    auto_wrap: bool
+    cursor_visible: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalSnapshot:
+    """The screen as output for a fresh terminal of ``cols`` x ``rows``, plus metadata."""
+
+    cols: int
+    rows: int
+    ansi: str
+    cursor_row: int
+    cursor_col: int
+    title: str
+    modes: TerminalModes
+
+
+class _Line(dict[int, Cell]):
+    """A sparse screen line: missing columns read as BLANK without being stored."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: int) -> Cell:
+        return BLANK
+
+
+_EMPTY_LINE = _Line()
+
+
+class _CellCache(dict[str, Cell]):
+    """Cells of one style by character, so drawing reuses immutable cells."""
+
+    __slots__ = ("style",)
+
+    def __init__(self, attrs: Cell) -> None:
+        super().__init__()
+        self.style = tuple(attrs[1:])
+
+    def __missing__(self, data: str) -> Cell:
+        cell = _new_cell(Cell, (data, *self.style))
+        self[data] = cell
+        return cell
+
+
+_new_cell: Callable[[type[Cell], tuple[object, ...]], Cell] = tuple.__new__
+"""Builds a Cell from a full tuple without NamedTuple's slower keyword path."""
+
+
+class _Cursor(Protocol):
+    x: int
+    y: int
+    attrs: Cell
+    hidden: bool
+
+
+class _Saved(NamedTuple):
+    """A DECSC slot."""
+
+    x: int
+    y: int
+    attrs: Cell
+    g0_graphics: bool
+    g1_graphics: bool
+    charset: int
+    origin: bool
+
+
+Buffer = defaultdict[int, _Line]
+
+
+def _new_buffer() -> Buffer:
+    return defaultdict(_Line)
+
+
+def _num(text: str) -> int:
+    """A parameter: empty is 0, junk is -1 (matches nothing), large is capped."""
+    if text.isdigit():
+        return min(int(text), 9999)
+    return 0 if text == "" else -1
+
+
+@lru_cache(maxsize=2048)
+def _ints(params: str) -> tuple[int, ...]:
+    """CSI parameters as ints, sub-parameters after ``:`` dropped."""
+    if not params:
+        return ()
+    return tuple(_num(part.split(":", 1)[0]) for part in params.split(";"))
+
+
+def _colour_from_subparams(sub: list[str]) -> str | None:
+    """``5:n`` or ``2:[colourspace:]r:g:b`` (the colon forms of 38/48)."""
+    if not sub:
+        return None
+    if sub[0] == "5" and len(sub) >= 2:
+        index = _num(sub[1])
+        return str(index) if 0 <= index <= 255 else None
+    if sub[0] == "2":
+        rgb = sub[2:5] if len(sub) >= 5 else sub[1:4]
+        return _rgb([_num(c) for c in rgb])
+    return None
+
+
+def _rgb(values: list[int]) -> str | None:
+    if len(values) == 3 and all(0 <= v <= 255 for v in values):
+        return "{:02x}{:02x}{:02x}".format(*values)
+    return None
+
+
+# Indices into a Cell, for building one from a list.
+_FG, _BG, _BOLD, _ITALICS, _UNDERSCORE, _STRIKE, _REVERSE, _BLINK, _DIM, _HIDDEN, _OVER = range(
+    1, 12
+)
+_SIMPLE_SGR: dict[int, tuple[tuple[int, object], ...]] = {
+    1: ((_BOLD, True),),
+    2: ((_DIM, True),),
+    3: ((_ITALICS, True),),
+    4: ((_UNDERSCORE, True),),
+    5: ((_BLINK, True),),
+    6: ((_BLINK, True),),
+    7: ((_REVERSE, True),),
+    8: ((_HIDDEN, True),),
+    9: ((_STRIKE, True),),
+    21: ((_UNDERSCORE, True),),  # double underline
+    22: ((_BOLD, False), (_DIM, False)),
+    23: ((_ITALICS, False),),
+    24: ((_UNDERSCORE, False),),
+    25: ((_BLINK, False),),
+    27: ((_REVERSE, False),),
+    28: ((_HIDDEN, False),),
+    29: ((_STRIKE, False),),
+    39: ((_FG, "default"),),
+    49: ((_BG, "default"),),
+    53: ((_OVER, True),),
+    55: ((_OVER, False),),
+    **{30 + i: ((_FG, name),) for i, name in enumerate(ANSI_COLOURS)},
+    **{40 + i: ((_BG, name),) for i, name in enumerate(ANSI_COLOURS)},
+    **{90 + i: ((_FG, name),) for i, name in enumerate(BRIGHT_COLOURS)},
+    **{100 + i: ((_BG, name),) for i, name in enumerate(BRIGHT_COLOURS)},
+}
+
+
+def apply_sgr(attrs: Cell, params: str) -> Cell:
+    """The pen after ``CSI params m``, semicolon and colon forms alike."""
+    values: list[Any] = list(attrs)
+    parts = params.split(";")
+    count = len(parts)
+    i = 0
+    while i < count:
+        part = parts[i]
+        i += 1
+        if ":" in part:
+            sub = part.split(":")
+            code = _num(sub[0])
+            if code in (38, 48):
+                colour = _colour_from_subparams(sub[1:])
+                if colour is not None:
+                    values[_FG if code == 38 else _BG] = colour
+            elif code == 4:  # underline style: 0 off, 1-5 single..dashed
+                values[_UNDERSCORE] = len(sub) < 2 or _num(sub[1]) != 0
+            elif code != 58:  # 58 (underline colour) is not kept
+                for index, value in _SIMPLE_SGR.get(code, ()):
+                    values[index] = value
+            continue
+        code = _num(part)
+        if code == 0:
+            values = list(BLANK)
+        elif code in (38, 48, 58):
+            kind = parts[i] if i < count else ""
+            extended: str | None = None
+            if kind == "5":
+                index = _num(parts[i + 1]) if i + 1 < count else -1
+                extended = str(index) if 0 <= index <= 255 else None
+                i += 2
+            elif kind == "2":
+                extended = _rgb([_num(p) for p in parts[i + 1 : i + 4]])
+                i += 4
+            if extended is not None and code != 58:
+                values[_FG if code == 38 else _BG] = extended
+        else:
+            for index, value in _SIMPLE_SGR.get(code, ()):
+                values[index] = value
+    values[0] = " "
+    return Cell._make(values)
+
+
+class _Screen(pyte.Screen):
+    """pyte's Screen with the fixes listed in the module docstring."""
+
+    columns: int
+    lines: int
+    buffer: Buffer  # type: ignore[assignment]  # pyte's lines hold pyte Chars
+    cursor: _Cursor  # type: ignore[assignment]
+    mode: set[int]
+    margins: Margins | None
+    title: str
+    charset: int
+    tabstops: set[int]
+
+    def __init__(self, columns: int, lines: int, scrollback: int) -> None:
+        self.scrollback: deque[_Line] = deque(maxlen=max(0, scrollback))
+        self.main_buffer: Buffer | None = None  # the main screen while the alt one shows
+        self._sgr_cache: dict[tuple[Cell, str], Cell] = {}
+        self._cell_caches: dict[Cell, _CellCache] = {}
+        self._init_state()
+        super().__init__(columns, lines)
+        self.buffer = _new_buffer()
+
+    def _init_state(self) -> None:
+        """State pyte does not have; also what RIS resets."""
+        self.saved: list[_Saved | None] = [None, None]  # DECSC slots: main, alt
+        self.g0_graphics = False
+        self.g1_graphics = False
+        self.application_cursor_keys = False
+        self.application_keypad = False
+        self.bracketed_paste = False
+        self.mouse_tracking: MouseTracking = "off"
+        self.mouse_encoding: MouseEncoding = "default"
+        self.focus_events = False
+        self.reverse_video = False
+        self.cursor_style = 0
+        self.title_stack: list[str] = []
+        self.last_graphic = ""
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def default_char(self) -> Cell:  # type: ignore[override]
+        """Always BLANK: reverse video (DECSCNM) is a flag, not baked into cells."""
+        return BLANK
+
+    @property
+    def alt_active(self) -> bool:
+        return self.main_buffer is not None
+
+    def reset(self) -> None:
+        """RIS: back to the main screen, then pyte's reset plus our own state."""
+        if self.main_buffer is not None:
+            self.buffer = self.main_buffer
+            self.main_buffer = None
+        super().reset()
+        self._init_state()
+        self.cursor.attrs = BLANK
+
+    def _blank(self) -> Cell:
+        """What erasing writes: only the background colour survives (BCE)."""
+        bg = self.cursor.attrs.bg
+        return BLANK if bg == "default" else BLANK._replace(bg=bg)
+
+    # -- drawing -------------------------------------------------------------
+
+    def _cells(self, attrs: Cell) -> _CellCache:
+        cache = self._cell_caches.get(attrs)
+        if cache is None:
+            if len(self._cell_caches) > 1024:
+                self._cell_caches.clear()
+            cache = self._cell_caches[attrs] = _CellCache(attrs)
+        return cache
+
+    def draw(self, data: str) -> None:
+        """Draw printable text (the parser never passes control characters)."""
+        if self.g1_graphics if self.charset else self.g0_graphics:
+            data = data.translate(_DEC_GRAPHICS)
+        if data.isascii() and _IRM not in self.mode:
+            self._draw_ascii(data)
+        else:
+            self._draw_unicode(data)
+
+    def _draw_ascii(self, data: str) -> None:
+        """Single-width characters only: whole runs per line with one dict.update."""
+        cursor = self.cursor
+        cells = self._cells(cursor.attrs)
+        get_cell = cells.__getitem__
+        cols = self.columns
+        autowrap = _DECAWM in self.mode
+        self.last_graphic = data[-1]
+        count = len(data)
+        i = 0
+        while i < count:
+            x = cursor.x
+            if x >= cols:  # only with autowrap: without, the cursor stops at cols - 1
+                if not autowrap:  # everything left lands on the last column
+                    line = self.buffer[cursor.y]
+                    self._split_wide(line, cols - 1, cols)
+                    line[cols - 1] = get_cell(data[-1])
+                    cursor.x = cols - 1
+                    return
+                cursor.x = 0
+                self.index()
+                x = 0
+            line = self.buffer[cursor.y]
+            end = min(cols, x + count - i)
+            self._split_wide(line, x, end)
+            line.update(zip(range(x, end), map(get_cell, data[i : i + end - x]), strict=True))
+            i += end - x
+            cursor.x = end if autowrap or end < cols else cols - 1
+
+    def _draw_unicode(self, data: str) -> None:
+        cursor = self.cursor
+        cells = self._cells(cursor.attrs)
+        cols = self.columns
+        autowrap = _DECAWM in self.mode
+        insert = _IRM in self.mode
+        for char in data:
+            width = _width(char)
+            if width <= 0:
+                if width == 0:
+                    self._attach(char)
+                continue  # unprintable: skip it, never the rest of the run
+            if width > cols:
+                continue
+            x = cursor.x
+            if x + width > cols:
+                if autowrap:  # a wide character that does not fit wraps whole
+                    cursor.x = 0
+                    self.index()
+                    x = 0
+                else:
+                    x = cols - width
+            cursor.x = x
+            if insert:
+                self.insert_characters(width)
+            line = self.buffer[cursor.y]
+            self._split_wide(line, x, x + width)
+            line[x] = cells[char]
+            if width == 2:
+                line[x + 1] = cells[""]
+            cursor.x = x + width if autowrap or x + width < cols else cols - 1
+            self.last_graphic = char
+
+    @staticmethod
+    def _split_wide(line: _Line, start: int, end: int) -> None:
+        """Before overwriting [start, end): blank wide characters cut in half."""
+        cell = line.get(start)
+        if cell is not None and cell.data == "" and start > 0:
+            line[start - 1] = line[start - 1]._replace(data=" ")
+        cell = line.get(end)
+        if cell is not None and cell.data == "":
+            line[end] = cell._replace(data=" ")
+
+    def _attach(self, char: str) -> None:
+        """Append a zero-width character (combining, ZWJ, VS16) to the previous cell."""
+        x = min(self.cursor.x, self.columns) - 1
+        if x < 0:
+            return
+        line = self.buffer[self.cursor.y]
+        cell = line[x]
+        if cell.data == "" and x > 0:
+            x -= 1
+            cell = line[x]
+        if len(cell.data) < 32:
+            line[x] = cell._replace(data=unicodedata.normalize("NFC", cell.data + char))
+
+    def repeat(self, count: int) -> None:
+        """REP: repeat the last graphic character."""
+        if self.last_graphic:
+            self.draw(self.last_graphic * max(1, min(count, self.columns * self.lines)))
+
+    # -- scrolling -----------------------------------------------------------
+
+    def _region(self) -> tuple[int, int]:
+        if self.margins is None:
+            return 0, self.lines - 1
+        return int(self.margins.top), int(self.margins.bottom)
+
+    def index(self) -> None:
+        """IND/LF: scroll the region at its bottom, capturing main-screen scrollback."""
+        cursor = self.cursor
+        if cursor.x >= self.columns:
+            cursor.x = self.columns - 1
+        top, bottom = self._region()
+        if cursor.y != bottom:
+            if cursor.y < self.lines - 1:
+                cursor.y += 1
+            return
+        buffer = self.buffer
+        if top == 0 and bottom == self.lines - 1:
+            first = buffer.pop(0) if 0 in buffer else _Line()
+            if self.main_buffer is None:
+                self.scrollback.append(first)
+            # Renumbering in one comprehension beats moving rows one by one.
+            self.buffer = defaultdict(_Line, {y - 1: line for y, line in buffer.items()})
+            return
+        get = buffer.get
+        for y in range(top, bottom):
+            line = get(y + 1)
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+        buffer.pop(bottom, None)
+
+    def reverse_index(self) -> None:
+        """RI: scroll the region down at its top."""
+        cursor = self.cursor
+        if cursor.x >= self.columns:
+            cursor.x = self.columns - 1
+        top, bottom = self._region()
+        if cursor.y != top:
+            if cursor.y > 0:
+                cursor.y -= 1
+            return
+        buffer = self.buffer
+        get = buffer.get
+        for y in range(bottom, top, -1):
+            line = get(y - 1)
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+        buffer.pop(top, None)
+
+    def scroll_up(self, count: int = 0) -> None:
+        """SU: like that many line feeds at the bottom margin; the cursor stays."""
+        top, bottom = self._region()
+        x, y = self.cursor.x, self.cursor.y
+        self.cursor.y = bottom
+        for _ in range(min(count or 1, bottom - top + 1)):
+            self.index()
+        self.cursor.x, self.cursor.y = x, y
+
+    def scroll_down(self, count: int = 0) -> None:
+        """SD: like that many reverse indexes at the top margin; the cursor stays."""
+        top, bottom = self._region()
+        x, y = self.cursor.x, self.cursor.y
+        self.cursor.y = top
+        for _ in range(min(count or 1, bottom - top + 1)):
+            self.reverse_index()
+        self.cursor.x, self.cursor.y = x, y
+
+    def set_margins(self, top: int | None = None, bottom: int | None = None) -> None:
+        """DECSTBM: 0 or missing means the screen edge; always homes the cursor."""
+        t = max(0, (top or 1) - 1)
+        b = min(self.lines - 1, (bottom or self.lines) - 1)
+        if b <= t:
+            return  # invalid regions are ignored, as xterm does
+        self.margins = None if (t, b) == (0, self.lines - 1) else Margins(t, b)
+        self.cursor_position()
+
+    def insert_lines(self, count: int | None = None) -> None:
+        top, bottom = self._region()
+        y0 = self.cursor.y
+        if not top <= y0 <= bottom:
+            return
+        count = min(count or 1, bottom - y0 + 1)
+        buffer = self.buffer
+        for y in range(bottom, y0 - 1, -1):
+            line = buffer.pop(y - count, None) if y - count >= y0 else None
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+        self.cursor.x = 0
+
+    def delete_lines(self, count: int | None = None) -> None:
+        top, bottom = self._region()
+        y0 = self.cursor.y
+        if not top <= y0 <= bottom:
+            return
+        count = min(count or 1, bottom - y0 + 1)
+        buffer = self.buffer
+        for y in range(y0, bottom + 1):
+            line = buffer.pop(y + count, None) if y + count <= bottom else None
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+        self.cursor.x = 0
+
+    # -- erasing -------------------------------------------------------------
+
+    def _erase(self, line: _Line, start: int, end: int) -> None:
+        if start >= end:
+            return
+        self._split_wide(line, start, end)
+        blank = self._blank()
+        if blank is BLANK:
+            for x in [x for x in line if start <= x < end]:
+                del line[x]
+        else:
+            line.update(dict.fromkeys(range(start, end), blank))
+
+    def insert_characters(self, count: int | None = None) -> None:
+        """ICH, keeping wide characters whole or blanking them."""
+        cols = self.columns
+        x = min(self.cursor.x, cols - 1)
+        count = min(count or 1, cols - x)
+        line = self.buffer[self.cursor.y]
+        self._split_wide(line, x, x)
+        moved = {k + count: c for k, c in line.items() if x <= k < cols - count}
+        for k in [k for k in line if k >= x]:
+            del line[k]
+        line.update(moved)
+        blank = self._blank()
+        if blank is not BLANK:
+            line.update(dict.fromkeys(range(x, x + count), blank))
+        last = line.get(cols - 1)
+        if last is not None and last.data and _width(last.data[0]) == 2:
+            line[cols - 1] = last._replace(data=" ")
+
+    def delete_characters(self, count: int | None = None) -> None:
+        """DCH, keeping wide characters whole or blanking them."""
+        cols = self.columns
+        x = min(self.cursor.x, cols - 1)
+        count = min(count or 1, cols - x)
+        line = self.buffer[self.cursor.y]
+        self._split_wide(line, x, x + count)
+        moved = {k - count: c for k, c in line.items() if k >= x + count}
+        for k in [k for k in line if k >= x]:
+            del line[k]
+        line.update(moved)
+        blank = self._blank()
+        if blank is not BLANK:
+            line.update(dict.fromkeys(range(cols - count, cols), blank))
+
+    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+        x = min(self.cursor.x, self.columns - 1)
+        line = self.buffer[self.cursor.y]
+        if how == 0:
+            self._erase(line, x, self.columns)
+        elif how == 1:
+            self._erase(line, 0, x + 1)
+        elif how == 2:
+            self._erase(line, 0, self.columns)
+
+    def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
+        """ED; 3 clears the scrollback only, as in xterm."""
+        if how == 3:
+            self.scrollback.clear()
+            return
+        if how == 0:
+            self.erase_in_line(0)
+            rows: Iterable[int] = range(self.cursor.y + 1, self.lines)
+        elif how == 1:
+            self.erase_in_line(1)
+            rows = range(self.cursor.y)
+        elif how == 2:
+            rows = range(self.lines)
+        else:
+            return
+        blank = self._blank()
+        for y in rows:
+            if blank is BLANK:
+                self.buffer.pop(y, None)
+            else:
+                self.buffer[y] = _Line(dict.fromkeys(range(self.columns), blank))
+
+    def erase_characters(self, count: int | None = None) -> None:
+        x = min(self.cursor.x, self.columns - 1)
+        self._erase(self.buffer[self.cursor.y], x, min(self.columns, x + (count or 1)))
+
+    # -- cursor --------------------------------------------------------------
+
+    def cursor_up(self, count: int | None = None) -> None:
+        """CUU: stops at the top margin only when starting inside the region."""
+        top, _ = self._region()
+        cursor = self.cursor
+        limit = top if cursor.y >= top else 0
+        cursor.y = max(cursor.y - (count or 1), limit)
+        cursor.x = min(cursor.x, self.columns - 1)
+
+    def cursor_down(self, count: int | None = None) -> None:
+        """CUD: stops at the bottom margin only when starting inside the region."""
+        _, bottom = self._region()
+        cursor = self.cursor
+        limit = bottom if cursor.y <= bottom else self.lines - 1
+        cursor.y = min(cursor.y + (count or 1), limit)
+        cursor.x = min(cursor.x, self.columns - 1)
+
+    def cursor_to_line(self, line: int | None = None) -> None:
+        """VPA, relative to the region in origin mode (pyte asserts margins exist)."""
+        top, bottom = self._region()
+        if _DECOM in self.mode:
+            self.cursor.y = min(top + (line or 1) - 1, bottom)
+        else:
+            self.cursor.y = min((line or 1) - 1, self.lines - 1)
+        self.cursor.x = min(self.cursor.x, self.columns - 1)
+
+    def set_tab_stop(self) -> None:
+        self.tabstops.add(min(self.cursor.x, self.columns - 1))
+
+    def alignment_display(self) -> None:
+        """DECALN: the screen full of E (pyte kept wide characters' right halves)."""
+        for y in range(self.lines):
+            self.buffer[y] = _Line(dict.fromkeys(range(self.columns), Cell("E")))
+
+    def tab(self) -> None:
+        x = self.cursor.x
+        stop = min((s for s in self.tabstops if s > x), default=self.columns - 1)
+        self.cursor.x = min(stop, self.columns - 1)
+
+    def back_tab(self, count: int = 0) -> None:
+        for _ in range(count or 1):
+            x = min(self.cursor.x, self.columns - 1)
+            self.cursor.x = max((s for s in self.tabstops if s < x), default=0)
+
+    def forward_tab(self, count: int = 0) -> None:
+        for _ in range(min(count or 1, self.columns)):
+            self.tab()
+
+    def save_cursor(self) -> None:
+        """DECSC into the slot of the current buffer (xterm keeps one per buffer)."""
+        c = self.cursor
+        self.saved[self.alt_active] = _Saved(
+            min(c.x, self.columns - 1),
+            c.y,
+            c.attrs,
+            self.g0_graphics,
+            self.g1_graphics,
+            self.charset,
+            _DECOM in self.mode,
+        )
+
+    def restore_cursor(self) -> None:
+        """DECRC: exact position (clamped into the margins only in origin mode, not
+        always as pyte did); visibility untouched."""
+        saved = self.saved[self.alt_active]
+        if saved is None:
+            saved = _Saved(0, 0, BLANK, False, False, 0, False)
+        if saved.origin:
+            self.mode.add(_DECOM)
+        else:
+            self.mode.discard(_DECOM)
+        self.g0_graphics, self.g1_graphics = saved.g0_graphics, saved.g1_graphics
+        self.charset = saved.charset
+        self.cursor.attrs = saved.attrs
+        self.cursor.x = min(saved.x, self.columns - 1)
+        self.cursor.y = min(saved.y, self.lines - 1)
+        if saved.origin:  # as xterm: in origin mode the cursor stays in the region
+            top, bottom = self._region()
+            self.cursor.y = max(top, min(self.cursor.y, bottom))
+
+    def define_charset(self, code: str, mode: str) -> None:
+        graphics = code == "0"
+        if mode == "(":
+            self.g0_graphics = graphics
+        elif mode == ")":
+            self.g1_graphics = graphics
+
+    def soft_reset(self) -> None:
+        """DECSTR (``CSI ! p``)."""
+        self.mode.discard(_IRM)
+        self.mode.discard(_DECOM)
+        self.mode.add(_DECAWM)
+        self.mode.add(_DECTCEM)
+        self.cursor.hidden = False
+        self.application_cursor_keys = False
+        self.application_keypad = False
+        self.margins = None
+        self.cursor.attrs = BLANK
+        self.g0_graphics = self.g1_graphics = False
+        self.charset = 0
+        self.saved[self.alt_active] = None
+
+    # -- modes ---------------------------------------------------------------
+
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        self._modes(modes, bool(kwargs.get("private")), on=True)
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        self._modes(modes, bool(kwargs.get("private")), on=False)
+
+    def _modes(self, modes: Iterable[int], private: bool, *, on: bool) -> None:
+        if not private:
+            for m in modes:
+                if m in (_IRM, _LNM):
+                    (self.mode.add if on else self.mode.discard)(m)
+            return
+        for m in modes:
+            if m == 1:
+                self.application_cursor_keys = on
+            elif m == 5:
+                self.reverse_video = on
+            elif m == 6:
+                (self.mode.add if on else self.mode.discard)(_DECOM)
+                self.cursor_position()
+            elif m == 7:
+                (self.mode.add if on else self.mode.discard)(_DECAWM)
+                self.cursor.x = min(self.cursor.x, self.columns - (0 if on else 1))
+            elif m == 25:
+                (self.mode.add if on else self.mode.discard)(_DECTCEM)
+                self.cursor.hidden = not on
+            elif m in (47, 1047, 1049):
+                if on:
+                    self._enter_alt(m)
+                else:
+                    self._leave_alt(m)
+            elif m == 66:
+                self.application_keypad = on
+            elif m in _MOUSE_TRACKING:
+                # As xterm/xterm.js/tmux: one tracking mode; resetting any turns it off.
+                self.mouse_tracking = _MOUSE_TRACKING[m] if on else "off"
+            elif m in _MOUSE_ENCODING:
+                if on:
+                    self.mouse_encoding = _MOUSE_ENCODING[m]
+                elif self.mouse_encoding == _MOUSE_ENCODING[m]:
+                    self.mouse_encoding = "default"
+            elif m == 1004:
+                self.focus_events = on
+            elif m == 2004:
+                self.bracketed_paste = on
+            # Others (DECCOLM 3, synchronized output 2026, ...) are ignored.
+
+    def _enter_alt(self, mode: int) -> None:
+        """Show a fresh alternate buffer (xterm.js and tmux never keep an old one)."""
+        if self.main_buffer is not None:
+            return
+        if mode == 1049:
+            self.save_cursor()
+        self.main_buffer = self.buffer
+        self.buffer = _new_buffer()
+
+    def _leave_alt(self, mode: int) -> None:
+        if self.main_buffer is not None:
+            self.buffer = self.main_buffer
+            self.main_buffer = None
+            self.saved[1] = None  # the alternate screen is gone, its DECSC slot too
+        if mode == 1049:  # restores even if not in the alt screen, like xterm
+            self.restore_cursor()
+
+    # -- size ----------------------------------------------------------------
+
+    def resize(self, lines: int | None = None, columns: int | None = None) -> None:
+        """Rows: drop blank-or-not rows below the cursor first, then push the top into
+        scrollback (growing pulls it back), as xterm.js does. Columns: no reflow."""
+        lines = lines or self.lines
+        columns = columns or self.columns
+        if (lines, columns) == (self.lines, self.columns):
+            return
+        old_lines, old_cols = self.lines, self.columns
+        if lines != old_lines:
+            active = self.alt_active
+            shift = self._resize_rows(self.buffer, old_lines, lines, self.cursor.y, not active)
+            self.cursor.y += shift
+            self._shift_saved(int(active), shift)
+            if self.main_buffer is not None:
+                anchor = self.saved[0].y if self.saved[0] else old_lines - 1
+                self._shift_saved(0, self._resize_rows(self.main_buffer, old_lines, lines, anchor))
+        if columns < old_cols:
+            for buffer in (self.buffer, self.main_buffer):
+                for line in (buffer or {}).values():
+                    for x in [x for x in line if x >= columns]:
+                        del line[x]
+                    last = line.get(columns - 1)
+                    if last is not None and last.data and _width(last.data[0]) == 2:
+                        line[columns - 1] = last._replace(data=" ")
+        else:
+            self.tabstops.update(x for x in range(8, columns, 8) if x >= old_cols)
+        self.tabstops = {x for x in self.tabstops if x < columns}
+        self.lines, self.columns = lines, columns
+        self.margins = None
+        self.cursor.x = min(self.cursor.x, columns - 1)
+        self.cursor.y = max(0, min(self.cursor.y, lines - 1))
+        self._shift_saved(0, 0)
+        self._shift_saved(1, 0)
+
+    def _resize_rows(
+        self, buffer: Buffer, old: int, new: int, anchor: int, history: bool = True
+    ) -> int:
+        """Resize one buffer's rows; returns how far its content moved down."""
+        if new < old:
+            excess = old - new
+            below = max(0, old - 1 - anchor)
+            from_bottom = min(excess, below)
+            for y in range(old - from_bottom, old):
+                buffer.pop(y, None)
+            from_top = excess - from_bottom
+            if not from_top:
+                return 0
+            kept = [buffer.pop(y, None) for y in range(old - from_bottom)]
+            if history:
+                self.scrollback.extend(line or _Line() for line in kept[:from_top])
+            for y, line in enumerate(kept[from_top:]):
+                if line is not None:
+                    buffer[y] = line
+            return -from_top
+        if not history or not self.scrollback:
+            return 0
+        pull = min(new - old, len(self.scrollback))
+        moved = [buffer.pop(y, None) for y in range(old)]
+        for y, line in enumerate(moved):
+            if line is not None:
+                buffer[y + pull] = line
+        for y in range(pull - 1, -1, -1):
+            buffer[y] = self.scrollback.pop()
+        return pull
+
+    def _shift_saved(self, slot: int, shift: int) -> None:
+        saved = self.saved[slot]
+        if saved is not None:
+            y = max(0, min(saved.y + shift, self.lines - 1))
+            self.saved[slot] = saved._replace(x=min(saved.x, self.columns - 1), y=y)
+
+    # -- SGR -----------------------------------------------------------------
+
+    def apply_sgr(self, params: str) -> None:
+        """SGR with a cache: TUIs repeat the same few styles endlessly."""
+        if params in ("", "0"):
+            self.cursor.attrs = BLANK
+            return
+        key = (self.cursor.attrs, params)
+        attrs = self._sgr_cache.get(key)
+        if attrs is None:
+            if len(self._sgr_cache) > 4096:
+                self._sgr_cache.clear()
+            attrs = self._sgr_cache[key] = apply_sgr(self.cursor.attrs, params)
+        self.cursor.attrs = attrs
+
+    def select_graphic_rendition(self, *attrs: int, **kwargs: Any) -> None:
+        """pyte's entry point, kept for callers that pass ints."""
+        self.apply_sgr(";".join(map(str, attrs)))
+
+
+# -- parser ------------------------------------------------------------------
+
+_TEXT = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
+_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)([<=>?]?)([0-9:;]*)([ -/]*)([@-~])"  # CSI: groups 1-4
+    r"|\x1b([\]P_^X])|([\x90\x98\x9d\x9e\x9f])"  # string start: 5 (7-bit), 6 (C1)
+    r"|\x1b([ -/]*)([0-Z\\-~])"  # other escape: 7, 8
+)
+_CSI_BODY = re.compile(r"([<=>?]?)([0-9:;]*)([ -/]*)")
+_OSC_END = re.compile(r"[\x07\x18\x1a\x1b\x9c]")
+_STRING_END = re.compile(r"[\x18\x1a\x1b\x9c]")
+_C0 = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_STRING_KINDS = {
+    "]": "osc",
+    "P": "dcs",
+    "_": "apc",
+    "^": "pm",
+    "X": "sos",
+    "\x9d": "osc",
+    "\x90": "dcs",
+    "\x9f": "apc",
+    "\x9e": "pm",
+    "\x98": "sos",
+}
+_SEQUENCE_START = frozenset("\x1b\x9b\x90\x98\x9d\x9e\x9f")
+
+
+class _Parser:
+    """Turns decoded output into screen calls; see the module docstring."""
+
+    def __init__(self, screen: _Screen, reply: Callable[[bytes], None] | None) -> None:
+        self.screen = screen
+        self._reply = reply
+        self._pending = ""  # an incomplete escape sequence from the previous feed
+        self._string = ""  # kind of control string being consumed, "" when none
+        self._string_len = 0
+        self._string_limit = OSC_LIMIT
+        self._string_kept: list[str] = []
+        self._string_kept_len = 0
+        s = screen
+        self._controls: dict[str, Callable[[], None]] = {
+            "\x08": s.backspace,
+            "\t": s.tab,
+            "\n": s.linefeed,
+            "\x0b": s.linefeed,
+            "\x0c": s.linefeed,
+            "\r": s.carriage_return,
+            "\x0e": s.shift_out,
+            "\x0f": s.shift_in,
+            "\x84": s.index,
+            "\x85": self._next_line,
+            "\x88": s.set_tab_stop,
+            "\x8d": s.reverse_index,
+        }
+        self._escapes: dict[str, Callable[[], None]] = {
+            "7": s.save_cursor,
+            "8": s.restore_cursor,
+            "D": s.index,
+            "E": self._next_line,
+            "M": s.reverse_index,
+            "H": s.set_tab_stop,
+            "c": s.reset,
+            "=": self._keypad_application,
+            ">": self._keypad_numeric,
+        }
+        self._csi_handlers: dict[str, Callable[[tuple[int, ...]], None]] = {
+            "@": lambda a: s.insert_characters(a[0] if a else 0),
+            "A": lambda a: s.cursor_up(a[0] if a else 0),
+            "B": lambda a: s.cursor_down(a[0] if a else 0),
+            "C": lambda a: s.cursor_forward(a[0] if a else 0),
+            "D": lambda a: s.cursor_back(a[0] if a else 0),
+            "E": lambda a: s.cursor_down1(a[0] if a else 0),
+            "F": lambda a: s.cursor_up1(a[0] if a else 0),
+            "G": lambda a: s.cursor_to_column(a[0] if a else 0),
+            "`": lambda a: s.cursor_to_column(a[0] if a else 0),
+            "H": lambda a: s.cursor_position(*a[:2]),
+            "f": lambda a: s.cursor_position(*a[:2]),
+            "I": lambda a: s.forward_tab(a[0] if a else 0),
+            "J": lambda a: s.erase_in_display(a[0] if a else 0),
+            "K": lambda a: s.erase_in_line(a[0] if a else 0),
+            "L": lambda a: s.insert_lines(a[0] if a else 0),
+            "M": lambda a: s.delete_lines(a[0] if a else 0),
+            "P": lambda a: s.delete_characters(a[0] if a else 0),
+            "S": lambda a: s.scroll_up(a[0] if a else 0),
+            "T": lambda a: s.scroll_down(a[0] if a else 0) if len(a) <= 1 else None,
+            "X": lambda a: s.erase_characters(a[0] if a else 0),
+            "Z": lambda a: s.back_tab(a[0] if a else 0),
+            "a": lambda a: s.cursor_forward(a[0] if a else 0),
+            "b": lambda a: s.repeat(a[0] if a else 0),
+            "c": self._device_attributes,
+            "d": lambda a: s.cursor_to_line(a[0] if a else 0),
+            "e": lambda a: s.cursor_down(a[0] if a else 0),
+            "g": lambda a: s.clear_tab_stop(a[0] if a else 0),
+            "h": lambda a: s.set_mode(*a),
+            "l": lambda a: s.reset_mode(*a),
+            "n": self._device_status,
+            "r": lambda a: s.set_margins(*a[:2]),
+            "s": lambda a: s.save_cursor(),
+            "t": self._window_ops,
+            "u": lambda a: s.restore_cursor(),
+        }
+
+    # -- entry points --------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget any partial sequence or control string (after skipped output)."""
+        self._pending = ""
+        self._string = ""
+
+    def feed(self, text: str) -> None:
+        if self._pending:
+            text = self._pending + text
+            self._pending = ""
+        n = len(text)
+        i = self._consume_string(text, 0) if self._string else 0
+        draw = self.screen.draw
+        match_text = _TEXT.match
+        match_sequence = _SEQUENCE.match
+        controls = self._controls
+        while i < n:
+            m = match_text(text, i)
+            if m is not None:
+                draw(m.group())
+                i = m.end()
+                continue
+            char = text[i]
+            if char in _SEQUENCE_START:
+                m = match_sequence(text, i)
+                if m is None:
+                    i = self._slow_sequence(text, i)
+                    continue
+                i = m.end()
+                last = m.lastindex
+                if last == 4:
+                    self._csi(*m.group(1, 2, 3, 4))
+                elif last == 8:
+                    self._esc(*m.group(7, 8))
+                else:
+                    self._start_string(m.group(last or 0))
+                    i = self._consume_string(text, i)
+            else:
+                handler = controls.get(char)
+                if handler is not None:
+                    handler()
+                i += 1
+
+    # -- escape sequences ----------------------------------------------------
+
+    def _slow_sequence(self, text: str, i: int) -> int:
+        """An escape sequence the regex did not match whole: incomplete, with embedded
+        controls (executed, as a VT500 does) or malformed. Returns where to go on."""
+        n = len(text)
+        if text[i] == "\x9b":
+            return self._slow_csi(text, i + 1)
+        intermediates = ""
+        j = i + 1
+        while j < n:
+            char = text[j]
+            if char == "[" and not intermediates:
+                return self._slow_csi(text, j + 1)
+            if char == "\x1b":
+                return j  # abandoned: the new ESC starts over
+            if char in "\x18\x1a":
+                return j + 1  # CAN/SUB cancel
+            if char < " ":
+                self._control(char)
+            elif char == "\x7f":
+                pass
+            elif char <= "/":
+                intermediates += char
+                if len(intermediates) > 16:
+                    return j + 1
+            elif char <= "~":
+                if not intermediates and char in _STRING_KINDS:
+                    self._start_string(char)
+                    return self._consume_string(text, j + 1)
+                self._esc(intermediates, char)
+                return j + 1
+            else:
+                return j  # not ASCII: abandoned, the character is text
+            j += 1
+        self._pending = "\x1b" + intermediates
+        return n
+
+    def _slow_csi(self, text: str, j: int) -> int:
+        n = len(text)
+        body = ""
+        while j < n:
+            char = text[j]
+            if "0" <= char <= "?" or " " <= char <= "/":
+                body += char
+                if len(body) > MAX_PARAMS:
+                    return j + 1
+            elif "@" <= char <= "~":
+                m = _CSI_BODY.fullmatch(body)
+                if m is not None:  # else malformed (e.g. parameters after intermediates)
+                    marker, params, intermediates = m.group(1, 2, 3)
+                    self._csi(marker, params, intermediates, char)
+                return j + 1
+            elif char == "\x1b":
+                return j
+            elif char in "\x18\x1a":
+                return j + 1
+            elif char < " ":
+                self._control(char)
+            elif char != "\x7f":
+                return j
+            j += 1
+        self._pending = "\x1b[" + body
+        return n
+
+    def _control(self, char: str) -> None:
+        handler = self._controls.get(char)
+        if handler is not None:
+            handler()
+
+    def _esc(self, intermediates: str, final: str) -> None:
+        screen = self.screen
+        if not intermediates:
+            handler = self._escapes.get(final)
+            if handler is not None:
+                handler()
+        elif intermediates in "()":
+            screen.define_charset(final, intermediates)
+        elif intermediates == "#" and final == "8":
+            screen.alignment_display()
+        # G2/G3 designation, ESC % (charset coding system), ESC SP F ...: ignored.
+
+    def _next_line(self) -> None:
+        self.screen.carriage_return()
+        self.screen.index()
+
+    def _keypad_application(self) -> None:
+        self.screen.application_keypad = True
+
+    def _keypad_numeric(self) -> None:
+        self.screen.application_keypad = False
+
+    def _csi(self, marker: str, params: str, intermediates: str, final: str) -> None:
+        screen = self.screen
+        if final == "m" and not marker and not intermediates:
+            screen.apply_sgr(params)
+            return
+        args = _ints(params)
+        if intermediates:
+            if intermediates == " " and final == "q":
+                screen.cursor_style = args[0] if args and 0 <= args[0] <= 6 else 0
+            elif intermediates == "!" and final == "p":
+                screen.soft_reset()
+            return
+        if marker:
+            if marker == "?":
+                if final == "h":
+                    screen.set_mode(*args, private=True)
+                elif final == "l":
+                    screen.reset_mode(*args, private=True)
+                elif final == "J":
+                    screen.erase_in_display(args[0] if args else 0)
+                elif final == "K":
+                    screen.erase_in_line(args[0] if args else 0)
+            elif marker == ">" and final == "c" and (not args or args[0] == 0):
+                self._send(DA2_REPLY)
+            # kitty keyboard (>u <u =u ?u), xterm >m (modifyOtherKeys), >q, DA3: ignored.
+            return
+        handler = self._csi_handlers.get(final)
+        if handler is not None:
+            handler(args)
+
+    def _send(self, reply: str) -> None:
+        if self._reply is not None:
+            self._reply(reply.encode())
+
+    def _device_attributes(self, args: tuple[int, ...]) -> None:
+        if not args or args[0] == 0:
+            self._send(DA1_REPLY)
+
+    def _device_status(self, args: tuple[int, ...]) -> None:
+        code = args[0] if args else 0
+        if code == 5:
+            self._send("\x1b[0n")
+        elif code == 6:
+            screen = self.screen
+            row = screen.cursor.y + 1
+            if _DECOM in screen.mode and screen.margins is not None:
+                row -= int(screen.margins.top)
+            col = min(screen.cursor.x, screen.columns - 1) + 1
+            self._send(f"\x1b[{row};{col}R")
+
+    def _window_ops(self, args: tuple[int, ...]) -> None:
+        """XTWINOPS: only the title stack (22/23; 0 = both, 2 = title)."""
+        if not args or args[0] not in (22, 23) or (len(args) > 1 and args[1] not in (0, 2)):
+            return
+        screen = self.screen
+        if args[0] == 22:
+            screen.title_stack.append(screen.title)
+            del screen.title_stack[:-TITLE_STACK_LIMIT]
+        elif screen.title_stack:
+            screen.title = screen.title_stack.pop()
+
+    # -- control strings -----------------------------------------------------
+
+    def _start_string(self, introducer: str) -> None:
+        kind = _STRING_KINDS[introducer]
+        self._string = kind
+        self._string_len = 0
+        self._string_limit = OSC_LIMIT if kind == "osc" else BIG_STRING_LIMIT
+        self._string_kept = []
+        self._string_kept_len = 0
+
+    def _keep(self, chunk: str) -> None:
+        self._string_len += len(chunk)
+        if self._string == "osc" and self._string_kept_len < OSC_LIMIT:
+            chunk = chunk[: OSC_LIMIT - self._string_kept_len]
+            self._string_kept.append(chunk)
+            self._string_kept_len += len(chunk)
+
+    def _consume_string(self, text: str, i: int) -> int:
+        """Swallow a control string's payload from ``i``; returns where to go on."""
+        n = len(text)
+        m = (_OSC_END if self._string == "osc" else _STRING_END).search(text, i)
+        end = n if m is None else m.start()
+        if end - i > self._string_limit - self._string_len and self._string == "osc":
+            prefix = "".join(self._string_kept) + text[i : i + 3]
+            if prefix.startswith("52;"):  # clipboard: big by design
+                self._string_limit = BIG_STRING_LIMIT
+        room = self._string_limit - self._string_len
+        if end - i > room:
+            self._keep(text[i : i + room])
+            self._string = ""  # unterminated for too long: the rest is output again
+            return i + room
+        self._keep(text[i:end])
+        if m is None:
+            return n
+        char = text[end]
+        if char == "\x1b":
+            if end + 1 >= n:
+                self._pending = "\x1b"  # ST or a new sequence: decided by the next feed
+                return n
+            if text[end + 1] == "\\":
+                self._finish_string()
+                return end + 2
+            self._string = ""  # any other ESC abandons the string and starts anew
+            return end
+        if char in "\x07\x9c":
+            self._finish_string()
+        else:
+            self._string = ""  # CAN/SUB cancel
+        return end + 1
+
+    def _finish_string(self) -> None:
+        if self._string == "osc":
+            number, sep, value = "".join(self._string_kept).partition(";")
+            if sep and number in ("0", "2"):
+                self.screen.title = _C0.sub("", value)
+        self._string = ""
+
+
+# -- public ------------------------------------------------------------------
+
+_SKIP_MODES = re.compile(rb"\x1b\[\?([0-9;]*)([hl])|\x1b([=>])")
+
+
+class HeadlessTerminal:
+    """A terminal without a display: feed it a program's output, snapshot its screen.
+
+    ``on_reply`` receives what a real terminal would answer to the program's
+    queries (DA1, DA2, DSR 5, CPR), exactly once per query.
+    """
+
+    def __init__(
+        self,
+        cols: int,
+        rows: int,
+        *,
+        scrollback: int = 1000,
+        on_reply: Callable[[bytes], None] | None = None,
+    ) -> None:
+        if cols < 1 or rows < 1:
+            raise ValueError(f"terminal size must be positive, got {cols}x{rows}")
+        self._screen = _Screen(cols, rows, scrollback)
+        self._parser = _Parser(self._screen, on_reply)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    @property
+    def cols(self) -> int:
+        return self._screen.columns
+
+    @property
+    def rows(self) -> int:
+        return self._screen.lines
+
+    def feed(self, data: bytes) -> None:
+        """Raw output bytes; UTF-8 and escape sequences may be split across calls."""
+        text = self._decoder.decode(data)
+        if text:
+            self._parser.feed(text)
+
+    def skip(self, data: bytes) -> None:
+        """Bytes not rendered (a flood): apply only their private mode changes and the
+        keypad mode, then start the next feed from a clean parser and decoder."""
+        screen = self._screen
+        for m in _SKIP_MODES.finditer(data):
+            if m.group(3):
+                screen.application_keypad = m.group(3) == b"="
+                continue
+            modes = [int(p) for p in m.group(1).split(b";") if p.isdigit() and len(p) <= 5]
+            if m.group(2) == b"h":
+                screen.set_mode(*modes, private=True)
+            else:
+                screen.reset_mode(*modes, private=True)
+        self._decoder.reset()
+        self._parser.reset()
+
+    def resize(self, cols: int, rows: int) -> None:
+        if cols < 1 or rows < 1:
+            raise ValueError(f"terminal size must be positive, got {cols}x{rows}")
+        self._screen.resize(rows, cols)
+
+    @property
+    def title(self) -> str:
+        return self._screen.title
+
+    @property
+    def modes(self) -> TerminalModes:
+        s = self._screen
+        return TerminalModes(
+            alternate_screen=s.alt_active,
+            application_cursor_keys=s.application_cursor_keys,
+            application_keypad=s.application_keypad,
+            bracketed_paste=s.bracketed_paste,
+            mouse_tracking=s.mouse_tracking,
+            mouse_encoding=s.mouse_encoding,
+            focus_events=s.focus_events,
+            auto_wrap=_DECAWM in s.mode,
+            cursor_visible=not s.cursor.hidden,
+        )
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """(row, col), 0-based; a pending wrap reads as the last column."""
+        s = self._screen
+        return s.cursor.y, min(s.cursor.x, s.columns - 1)
+
+    def line(self, row: int) -> list[Cell]:
+        """The cells of a visible row (wide characters: the cell, then a ``""`` cell)."""
+        line = self._screen.buffer.get(row, _EMPTY_LINE)
+        return [line[x] for x in range(self._screen.columns)]
+
+    @property
+    def display(self) -> list[str]:
+        """The visible rows as text, one character per cell (wide: one per two)."""
+        cols = self._screen.columns
+        return [_text(self._screen.buffer.get(y, _EMPTY_LINE), cols) for y in range(self.rows)]
+
+    @property
+    def scrollback(self) -> list[str]:
+        """The main screen's scrollback as text, oldest first."""
+        cols = self._screen.columns
+        return [_text(line, cols) for line in self._screen.scrollback]
+
+    def snapshot(self, *, include_scrollback: bool = True) -> TerminalSnapshot:
+        s = self._screen
+        cols, rows = s.columns, s.lines
+        main_buffer = s.main_buffer if s.main_buffer is not None else s.buffer
+
+        def lines(buffer: Buffer) -> list[Line]:
+            return [buffer.get(y, _EMPTY_LINE) for y in range(rows)]
+
+        def saved(slot: _Saved | None) -> SavedCursor | None:
+            if slot is None:
+                return None
+            return SavedCursor(min(slot.x, cols - 1), min(slot.y, rows - 1), slot.attrs)
+
+        modes = self.modes
+        state = ScreenState(
+            cols=cols,
+            rows=rows,
+            main=lines(main_buffer),
+            alt=lines(s.buffer) if s.alt_active else None,
+            scrollback=list(s.scrollback),
+            cursor_x=s.cursor.x,
+            cursor_y=s.cursor.y,
+            pen=s.cursor.attrs,
+            cursor_visible=modes.cursor_visible,
+            title=s.title,
+            saved_main=saved(s.saved[0]),
+            saved_alt=saved(s.saved[1]),
+            margins=s._region() if s.margins is not None else None,
+            origin_mode=_DECOM in s.mode,
+            auto_wrap=modes.auto_wrap,
+            insert_mode=_IRM in s.mode,
+            newline_mode=_LNM in s.mode,
+            reverse_video=s.reverse_video,
+            application_cursor_keys=modes.application_cursor_keys,
+            application_keypad=modes.application_keypad,
+            bracketed_paste=modes.bracketed_paste,
+            mouse_tracking=modes.mouse_tracking,
+            mouse_encoding=modes.mouse_encoding,
+            focus_events=modes.focus_events,
+            cursor_style=s.cursor_style,
+            g0_graphics=s.g0_graphics,
+            g1_graphics=s.g1_graphics,
+            shifted_out=s.charset == 1,
+            tabstops=None if s.tabstops == _default_tabstops(cols) else frozenset(s.tabstops),
+        )
+        return TerminalSnapshot(
+            cols=cols,
+            rows=rows,
+            ansi=render_snapshot(state, include_scrollback=include_scrollback),
+            cursor_row=s.cursor.y,
+            cursor_col=min(s.cursor.x, cols - 1),
+            title=s.title,
+            modes=modes,
+        )
+
+
+def _text(line: _Line, cols: int) -> str:
+    """A line as text; a wide character cut by the right edge shows as a blank."""
+    chars = [line[x].data for x in range(cols)]
+    if chars[-1] and _width(chars[-1][0]) == 2:
+        chars[-1] = " "
+    return "".join(chars)
+
+
+def _default_tabstops(cols: int) -> set[int]:
+    return set(range(8, cols, 8))
