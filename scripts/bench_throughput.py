@@ -25,6 +25,7 @@ import anyio
 import ptyprocess
 
 from ptyvisor.client import Client, Output
+from ptyvisor.protocol import SnapshotMessage
 
 TOKEN = "bench-" + "t" * 24
 
@@ -79,12 +80,14 @@ async def ptyvisor_round(client: Client, path: Path, size: int) -> tuple[float, 
     received = 0
     await anyio.sleep(0.3)  # let stty run before the go line
     start = time.perf_counter()
-    await client.send_input(b"go\r")
+    await client.send_input(b"go\n")  # raw mode: no CR-to-NL translation
     next_probe = start
     while received < size:
         event = await client.next_event(60)
         if isinstance(event, Output):
             received += len(event.data)
+        elif isinstance(event, SnapshotMessage):
+            raise SystemExit(f"the client fell behind after {received} bytes and was resynced")
         now = time.perf_counter()
         if now >= next_probe:
             next_probe = now + 0.25

@@ -14,8 +14,10 @@ activity/process changes, session-list pushes) arrives through `events()`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -41,8 +43,6 @@ from ptyvisor.protocol import (
     Spawned,
     Stats,
 )
-
-EVENT_BUFFER = 4096
 
 
 class ServerError(Exception):
@@ -83,13 +83,15 @@ class Client:
         self._ws: ClientConnection | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, MemoryObjectSendStream[ServerMessage]] = {}
-        self._events_in, self._events_out = anyio.create_memory_object_stream[Event](EVENT_BUFFER)
+        # Unbounded on purpose: replies share the socket with output, so a bounded
+        # queue would either lose output or deadlock a caller awaiting a reply while
+        # not reading events. The server bounds what it sends; consume `events()`.
+        self._events_in, self._events_out = anyio.create_memory_object_stream[Event](math.inf)
         self._tg: anyio.abc.TaskGroup | None = None
         self.hello: Hello | None = None
         self.session_id: str | None = None
         self.seq: int | None = None
         self._answers_queries = False
-        self._lost_events = 0
         self._closing = False
 
     # ------------------------------------------------------------------ connection
@@ -177,12 +179,8 @@ class Client:
             self.seq = message.snapshot.seq
 
     def _emit(self, event: Event) -> None:
-        try:
+        with contextlib.suppress(anyio.ClosedResourceError):
             self._events_in.send_nowait(event)
-        except anyio.WouldBlock:
-            self._lost_events += 1
-        except anyio.ClosedResourceError:
-            pass
 
     async def events(self) -> AsyncIterator[Event]:
         """Output and unsolicited messages, in arrival order."""

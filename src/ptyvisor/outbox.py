@@ -30,10 +30,11 @@ class Outbox:
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         self._limit = limit
-        self._items: deque[str | bytes | bytearray] = deque()
+        self._items: deque[str | list[bytes]] = deque()
         self._size = 0
         self._wake = anyio.Event()
-        self._held: deque[str | bytes | bytearray] | None = None
+        self._held: deque[str | list[bytes]] | None = None
+        self._run_bytes = 0  # bytes in the last queued run of output
         self.lagging = False
         self.sessions_dirty = False
         self.closed = False
@@ -52,10 +53,12 @@ class Outbox:
         self._size += len(data)
         queue = self._held if self._held is not None else self._items
         last = queue[-1] if queue else None
-        if isinstance(last, bytearray) and len(last) + len(data) <= MAX_BINARY_MESSAGE:
-            last += data  # coalesce small reads into one WebSocket message
+        if isinstance(last, list) and self._run_bytes + len(data) <= MAX_BINARY_MESSAGE:
+            last.append(data)  # joined into one WebSocket message when sent
+            self._run_bytes += len(data)
         else:
-            queue.append(bytearray(data) if len(data) < MAX_BINARY_MESSAGE else data)
+            queue.append([data])
+            self._run_bytes = len(data)
         if self._held is None:
             self._wake.set()
 
@@ -79,14 +82,16 @@ class Outbox:
         self._items.append(first)
         self._size += len(first)
         for item in held:
-            if isinstance(item, str) or covered == 0:
+            if isinstance(item, str) or not covered:
                 self._items.append(item)
                 continue
-            cut = min(covered, len(item))
+            data = b"".join(item)
+            cut = min(covered, len(data))
             covered -= cut
             self._size -= cut
-            if cut < len(item):
-                self._items.append(item[cut:])
+            if cut < len(data):
+                self._items.append([data[cut:]])
+        self._run_bytes = MAX_BINARY_MESSAGE  # start a new run after these
         self._wake.set()
 
     def mark_sessions_dirty(self) -> None:
@@ -107,16 +112,18 @@ class Outbox:
         self._items = deque(item for item in self._items if isinstance(item, str))
         if self._held is not None:
             self._held = deque(item for item in self._held if isinstance(item, str))
-        self._size = sum(len(item) for item in self._items) + sum(
-            len(item) for item in self._held or ()
-        )
+        self._size = sum(map(len, self._items)) + sum(map(len, self._held or ()))
 
     def pop(self) -> str | bytes | None:
         if not self._items:
             return None
         item = self._items.popleft()
-        self._size -= len(item)
-        return bytes(item) if isinstance(item, bytearray) else item
+        if isinstance(item, str):
+            self._size -= len(item)
+            return item
+        data = b"".join(item)
+        self._size -= len(data)
+        return data
 
     async def wait(self) -> None:
         """Wait until there is something to send (or the client is lagging, or closed)."""

@@ -1,14 +1,25 @@
 """The replay log: every output byte gets an absolute, monotonic sequence number.
 
 ``seq`` counts bytes since the session started, frames already removed. The log keeps
-the most recent ``capacity`` bytes (a little more between trims, never less), so a
-client that remembers the seq it has reached can ask for exactly what it missed,
-or learn that the gap is gone and fall back to a snapshot.
+the most recent ``capacity`` bytes (up to one chunk more, never less), so a client
+that remembers the seq it has reached can ask for exactly what it missed, or learn
+that the gap is gone and fall back to a snapshot.
+
+It is on the PTY read path, so appending never copies a read twice or moves old
+bytes: a read of reasonable size is kept as its own chunk (bytes are immutable, so
+no copy), tiny reads are gathered into a small tail first, and trimming drops whole
+chunks.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import deque
+
 DEFAULT_CAPACITY = 2 * 1024 * 1024
+SMALL_READ = 2048
+"""Reads below this are gathered into the tail, so a chatty TUI does not make 2 MiB
+of one-byte chunks."""
 
 
 class OutputLog:
@@ -18,10 +29,12 @@ class OutputLog:
         if capacity <= 0:
             raise ValueError("capacity must be positive")
         self._capacity = capacity
-        # Trimming moves memory, so trim in steps of a quarter capacity, not per append.
-        self._slack = max(capacity // 4, 1)
-        self._buffer = bytearray()
-        self._start = 0
+        self._small = min(SMALL_READ, max(capacity // 4, 1))
+        self._chunks: deque[bytes] = deque()
+        self._starts: deque[int] = deque()  # seq of each chunk's first byte
+        self._tail = bytearray()
+        self._tail_start = 0
+        self._sealed_bytes = 0
 
     @property
     def capacity(self) -> int:
@@ -30,30 +43,72 @@ class OutputLog:
     @property
     def start_seq(self) -> int:
         """The oldest seq still held."""
-        return self._start
+        return self._starts[0] if self._starts else self._tail_start
 
     @property
     def end_seq(self) -> int:
         """The seq the next byte will get; equals the number of bytes ever appended."""
-        return self._start + len(self._buffer)
+        return self._tail_start + len(self._tail)
 
     def append(self, data: bytes) -> int:
         """Add output; returns the seq of its first byte."""
         first = self.end_seq
-        self._buffer += data
-        excess = len(self._buffer) - self._capacity
-        if excess >= self._slack:
-            del self._buffer[:excess]
-            self._start += excess
+        if len(data) < self._small:
+            self._tail += data
+            if len(self._tail) >= self._small:
+                self._seal_tail()
+        else:
+            self._seal_tail()
+            self._push(data)
         return first
+
+    def _seal_tail(self) -> None:
+        if self._tail:
+            chunk, self._tail = bytes(self._tail), bytearray()
+            self._push(chunk)
+
+    def _push(self, chunk: bytes) -> None:
+        """Add a sealed chunk; the tail is empty and starts right after it."""
+        self._chunks.append(chunk)
+        self._starts.append(self._tail_start)
+        self._sealed_bytes += len(chunk)
+        self._tail_start += len(chunk)
+        self._trim()
+
+    def _trim(self) -> None:
+        while (
+            self._chunks
+            and self._sealed_bytes - len(self._chunks[0]) + len(self._tail) >= self._capacity
+        ):
+            self._sealed_bytes -= len(self._chunks.popleft())
+            self._starts.popleft()
 
     def holds(self, seq: int) -> bool:
         """Whether a client at ``seq`` can be brought up to date exactly."""
-        return self._start <= seq <= self.end_seq
+        return self.start_seq <= seq <= self.end_seq
 
     def read(self, start: int, end: int | None = None) -> bytes:
         """Bytes [start, end); raises LookupError if any of them are gone or not yet written."""
+        return b"".join(self.views(start, end))
+
+    def views(self, start: int, end: int | None = None) -> list[memoryview]:
+        """[start, end) as zero-copy views, valid until the next append."""
         stop = self.end_seq if end is None else end
-        if not (self._start <= start <= stop <= self.end_seq):
-            raise LookupError(f"range [{start}, {stop}) not held ({self._start}..{self.end_seq})")
-        return bytes(self._buffer[start - self._start : stop - self._start])
+        if not (self.start_seq <= start <= stop <= self.end_seq):
+            held = f"{self.start_seq}..{self.end_seq}"
+            raise LookupError(f"range [{start}, {stop}) not held ({held})")
+        parts: list[memoryview] = []
+        index = max(bisect_right(self._starts, start) - 1, 0)
+        seq = start
+        while seq < stop and index < len(self._chunks):
+            chunk_start = self._starts[index]
+            chunk = self._chunks[index]
+            if seq < chunk_start + len(chunk):
+                take = memoryview(chunk)[seq - chunk_start : stop - chunk_start]
+                parts.append(take)
+                seq += len(take)
+            index += 1
+        if seq < stop:
+            tail = memoryview(bytes(self._tail))
+            parts.append(tail[seq - self._tail_start : stop - self._tail_start])
+        return parts

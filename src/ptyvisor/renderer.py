@@ -4,14 +4,21 @@ pyte renders about a hundred times slower than a PTY delivers, so the reader onl
 appends to the output log and pokes the renderer. The renderer feeds the log to the
 terminal in small batches, in a worker thread, and only while the reader is quiet —
 a flooding program is never throttled by rendering. If it falls more than
-``lag_limit`` bytes behind, the oldest unrendered bytes are skipped (their private
-mode changes still applied, see `HeadlessTerminal.skip`): the screen of a flood is
-made by its last bytes, and a snapshot then costs at most ``lag_limit`` of rendering.
-A snapshot first brings the terminal up to the log's end.
+``lag_limit`` bytes behind, the oldest unrendered bytes are skipped: the screen of a
+flood is made by its last bytes, and a snapshot then costs at most ``lag_limit`` of
+rendering. A snapshot first brings the terminal up to the log's end.
+
+Skipped bytes still carry mode changes a client needs (alternate screen, mouse
+tracking, bracketed paste — see `HeadlessTerminal.skip`), but even scanning them
+costs the read path a fifth of its throughput. So skipping only keeps references to
+the skipped chunks (no copy), and the scan runs later, before the next render, when
+the reader is quiet. Only the last ``MODE_SCAN_LIMIT`` skipped bytes are kept for
+it: a mode set and never repeated that long before a flood ended is lost.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 import anyio
@@ -22,7 +29,10 @@ from ptyvisor.terminal import HeadlessTerminal, TerminalSnapshot
 
 BATCH_BYTES = 8 * 1024
 DEFAULT_LAG_LIMIT = 512 * 1024
+SKIP_STEP = 256 * 1024
+"""Skipping is done in steps this big, so a flood pays for it once per step, not per read."""
 QUIET_SECONDS = 0.002
+MODE_SCAN_LIMIT = 4 * 1024 * 1024
 
 
 class Renderer:
@@ -41,12 +51,15 @@ class Renderer:
     ) -> None:
         self._log = log
         self._terminal = HeadlessTerminal(cols, rows, scrollback=scrollback, on_reply=on_reply)
-        self._lag_limit = max(lag_limit, BATCH_BYTES)
+        # Skipped bytes must still be in the log (their mode changes are applied).
+        self._lag_limit = max(min(lag_limit, log.capacity - 2 * SKIP_STEP), BATCH_BYTES)
         self._reader_busy = reader_busy
         self._lock = anyio.Lock()
         self._wake = anyio.Event()
         self.rendered_seq = log.start_seq
         self.skipped = 0
+        self._unscanned: deque[memoryview] = deque()
+        self._unscanned_bytes = 0
 
     @property
     def lag(self) -> int:
@@ -55,15 +68,28 @@ class Renderer:
     def output_added(self) -> None:
         """Called by the reader after each append; O(1) unless the lag bound is hit."""
         self._wake.set()
-        if self.lag > self._lag_limit and not self._lock.locked():
+        if self.lag > self._lag_limit + SKIP_STEP and not self._lock.locked():
             self._skip_to(self._log.end_seq - self._lag_limit)
 
     def _skip_to(self, seq: int) -> None:
+        """Mark [rendered_seq, seq) skipped; their modes are scanned later."""
         start = max(self.rendered_seq, self._log.start_seq)
-        skipped = self._log.read(start, seq) if start < seq else b""
-        self._terminal.skip(skipped)
+        if start < seq:
+            for view in self._log.views(start, seq):
+                self._unscanned.append(view)
+                self._unscanned_bytes += len(view)
+            while self._unscanned_bytes - len(self._unscanned[0]) >= MODE_SCAN_LIMIT:
+                self._unscanned_bytes -= len(self._unscanned.popleft())
+        self._unscanned.append(memoryview(b""))  # even an empty skip resets the parser
         self.skipped += seq - self.rendered_seq
         self.rendered_seq = seq
+
+    def _scan_skipped(self) -> None:
+        """Apply the mode changes of skipped bytes, in order; call before feeding."""
+        while self._unscanned:
+            view = self._unscanned.popleft()
+            self._unscanned_bytes -= len(view)
+            self._terminal.skip(view)
 
     async def run(self) -> None:
         """Render in the background while the reader is quiet; runs until cancelled."""
@@ -81,6 +107,7 @@ class Renderer:
         if self.rendered_seq < self._log.start_seq:
             # Bytes left the log while a long feed held the lock: they are lost to us.
             self._skip_to(self._log.start_seq)
+        self._scan_skipped()
         if seq <= self.rendered_seq:
             return
         data = self._log.read(self.rendered_seq, seq)

@@ -13,6 +13,7 @@ beside it, and each client's sender drains its own outbox.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
@@ -181,24 +182,43 @@ class Session:
     # ------------------------------------------------------------------ PTY → everything
 
     async def _read_loop(self) -> None:
+        """Drain the PTY from a persistent event-loop reader callback.
+
+        asyncio-specific on purpose (the server runs on asyncio, as websockets does):
+        one registered callback per session costs far less per read than awaiting
+        readability each time, and the read path is what bounds throughput.
+        """
+        loop = asyncio.get_running_loop()
         fd = self.child.fd
-        try:
-            while True:
-                await anyio.wait_readable(fd)
-                budget = READ_BUDGET
+        eof = anyio.Event()
+
+        def on_readable() -> None:
+            budget = READ_BUDGET
+            try:
                 while budget > 0:
                     try:
                         data = os.read(fd, READ_BYTES)
                     except BlockingIOError:
                         break
                     except OSError:  # EIO: every slave fd is closed
-                        return
+                        data = b""
                     if not data:
+                        loop.remove_reader(fd)
+                        eof.set()
                         return
                     self._ingest(self._scanner.feed(data))
                     budget -= len(data)
-                self._last_read = time.monotonic()
+            except Exception:
+                log.exception("session %s: reader failed", self.id)
+                loop.remove_reader(fd)
+                eof.set()
+            self._last_read = time.monotonic()
+
+        loop.add_reader(fd, on_readable)
+        try:
+            await eof.wait()
         finally:
+            loop.remove_reader(fd)
             # A held partial prefix at EOF was the program's own output.
             self._ingest(self._scanner.flush())
             self._reader_done.set()

@@ -1347,7 +1347,7 @@ class HeadlessTerminal:
         if text:
             self._parser.feed(text)
 
-    def skip(self, data: bytes) -> None:
+    def skip(self, data: bytes | memoryview) -> None:
         """Bytes not rendered (a flood): apply only their private mode changes and the
         keypad mode, then start the next feed from a clean parser and decoder."""
         screen = self._screen
