@@ -89,26 +89,30 @@ class OutputLog:
 
     def read(self, start: int, end: int | None = None) -> bytes:
         """Bytes [start, end); raises LookupError if any of them are gone or not yet written."""
-        return b"".join(self.views(start, end))
+        return b"".join(chunk[lo:hi] for chunk, lo, hi in self.spans(start, end))
 
-    def views(self, start: int, end: int | None = None) -> list[memoryview]:
-        """[start, end) as zero-copy views, valid until the next append."""
+    def spans(self, start: int, end: int | None = None) -> list[tuple[bytes, int, int]]:
+        """[start, end) as (chunk, lo, hi) slices of immutable chunks, without copying.
+
+        ``bytes.find`` and ``re`` take (lo, hi) bounds directly, and a kept chunk
+        stays valid after the log has dropped it.
+        """
         stop = self.end_seq if end is None else end
         if not (self.start_seq <= start <= stop <= self.end_seq):
             held = f"{self.start_seq}..{self.end_seq}"
             raise LookupError(f"range [{start}, {stop}) not held ({held})")
-        parts: list[memoryview] = []
+        spans: list[tuple[bytes, int, int]] = []
         index = max(bisect_right(self._starts, start) - 1, 0)
         seq = start
         while seq < stop and index < len(self._chunks):
             chunk_start = self._starts[index]
             chunk = self._chunks[index]
             if seq < chunk_start + len(chunk):
-                take = memoryview(chunk)[seq - chunk_start : stop - chunk_start]
-                parts.append(take)
-                seq += len(take)
+                lo, hi = seq - chunk_start, min(stop - chunk_start, len(chunk))
+                spans.append((chunk, lo, hi))
+                seq += hi - lo
             index += 1
         if seq < stop:
-            tail = memoryview(bytes(self._tail))
-            parts.append(tail[seq - self._tail_start : stop - self._tail_start])
-        return parts
+            tail = bytes(self._tail)
+            spans.append((tail, seq - self._tail_start, stop - self._tail_start))
+        return spans

@@ -9,11 +9,12 @@ flood is made by its last bytes, and a snapshot then costs at most ``lag_limit``
 rendering. A snapshot first brings the terminal up to the log's end.
 
 Skipped bytes still carry mode changes a client needs (alternate screen, mouse
-tracking, bracketed paste — see `HeadlessTerminal.skip`), but even scanning them
-costs the read path a fifth of its throughput. So skipping only keeps references to
-the skipped chunks (no copy), and the scan runs later, before the next render, when
-the reader is quiet. Only the last ``MODE_SCAN_LIMIT`` skipped bytes are kept for
-it: a mode set and never repeated that long before a flood ended is lost.
+tracking, bracketed paste — see `HeadlessTerminal.skip`), but scanning them costs
+the read path about a fifth of its throughput. So skipping only keeps references to
+the skipped chunks (no copy) and the scan runs later, before the next render, when
+the reader is quiet. A flood longer than ``MODE_SCAN_LIMIT`` has its older part
+scanned as it goes (with a cheap prefilter, see `_skip_to`), so memory stays
+bounded and mode changes are kept.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Renderer:
         self._wake = anyio.Event()
         self.rendered_seq = log.start_seq
         self.skipped = 0
-        self._unscanned: deque[memoryview] = deque()
+        self._unscanned: deque[tuple[bytes, int, int]] = deque()
         self._unscanned_bytes = 0
 
     @property
@@ -75,21 +76,28 @@ class Renderer:
         """Mark [rendered_seq, seq) skipped; their modes are scanned later."""
         start = max(self.rendered_seq, self._log.start_seq)
         if start < seq:
-            for view in self._log.views(start, seq):
-                self._unscanned.append(view)
-                self._unscanned_bytes += len(view)
-            while self._unscanned_bytes - len(self._unscanned[0]) >= MODE_SCAN_LIMIT:
-                self._unscanned_bytes -= len(self._unscanned.popleft())
-        self._unscanned.append(memoryview(b""))  # even an empty skip resets the parser
+            for span in self._log.spans(start, seq):
+                self._unscanned.append(span)
+                self._unscanned_bytes += span[2] - span[1]
+            while self._unscanned_bytes >= MODE_SCAN_LIMIT + SKIP_STEP:
+                # A long flood: scan the oldest now, rather than keep it or lose its
+                # modes. '?' is rare in output and every private mode has one, so
+                # bytes.find (memchr speed) spares the regex almost every chunk;
+                # the price is a keypad change (ESC = / ESC >) sent on its own.
+                chunk, lo, hi = self._unscanned.popleft()
+                self._unscanned_bytes -= hi - lo
+                if chunk.find(b"?", lo, hi) >= 0:
+                    self._terminal.skip(chunk, lo, hi)
+        self._unscanned.append((b"", 0, 0))  # even an empty skip resets the parser
         self.skipped += seq - self.rendered_seq
         self.rendered_seq = seq
 
     def _scan_skipped(self) -> None:
         """Apply the mode changes of skipped bytes, in order; call before feeding."""
         while self._unscanned:
-            view = self._unscanned.popleft()
-            self._unscanned_bytes -= len(view)
-            self._terminal.skip(view)
+            chunk, lo, hi = self._unscanned.popleft()
+            self._unscanned_bytes -= hi - lo
+            self._terminal.skip(chunk, lo, hi)
 
     async def run(self) -> None:
         """Render in the background while the reader is quiet; runs until cancelled."""

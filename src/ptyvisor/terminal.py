@@ -1347,11 +1347,13 @@ class HeadlessTerminal:
         if text:
             self._parser.feed(text)
 
-    def skip(self, data: bytes | memoryview) -> None:
+    def skip(self, data: bytes, start: int = 0, end: int | None = None) -> None:
         """Bytes not rendered (a flood): apply only their private mode changes and the
-        keypad mode, then start the next feed from a clean parser and decoder."""
+        keypad mode, then start the next feed from a clean parser and decoder.
+        ``start``/``end`` bound the scan within ``data`` without copying it."""
         screen = self._screen
-        for m in _SKIP_MODES.finditer(data):
+        stop = len(data) if end is None else end
+        for m in _SKIP_MODES.finditer(data, start, stop):
             if m.group(3):
                 screen.application_keypad = m.group(3) == b"="
                 continue
