@@ -25,7 +25,6 @@ import binascii
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = [
@@ -75,11 +74,25 @@ class RejectReason(StrEnum):
     UNTERMINATED = "unterminated"  # scanner dropped it: no terminator within the limit, or cut
 
 
-@dataclass(frozen=True, slots=True)
 class Rejected:
-    """A rejected frame.  Deliberately carries no frame data (it may hold secrets)."""
+    """A rejected frame.  Deliberately carries no frame data (it may hold secrets).
 
-    reason: RejectReason
+    A plain class, not a dataclass or NamedTuple: importing ``dataclasses`` or
+    ``typing`` would add a third to the ``emit`` hook command's start-up time."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: RejectReason) -> None:
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Rejected) and other.reason == self.reason
+
+    def __hash__(self) -> int:
+        return hash(self.reason)
+
+    def __repr__(self) -> str:
+        return f"Rejected(reason={self.reason!r})"
 
 
 def new_nonce() -> str:
