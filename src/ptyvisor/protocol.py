@@ -12,7 +12,7 @@ the bytes received since, which is what it passes as ``since`` when it reconnect
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -215,24 +215,11 @@ ClientMessage = Annotated[
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
-CLIENT_MESSAGE_TYPES = frozenset(
-    m.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
-    for m in (
-        ListSessions,
-        WatchSessions,
-        UnwatchSessions,
-        Spawn,
-        Attach,
-        Detach,
-        Input,
-        Resize,
-        SendSignal,
-        Kill,
-        Close,
-        RequestSnapshot,
-        GetStats,
-    )
+CLIENT_MESSAGE_TYPES: frozenset[str] = frozenset(
+    get_args(model.model_fields["type"].annotation)[0]
+    for model in get_args(get_args(ClientMessage)[0])
 )
+"""Every ``type`` a client may send, to tell an unknown type from a malformed message."""
 
 
 # --------------------------------------------------------------------------- server → client
