@@ -1,0 +1,68 @@
+"""Mask secrets in text before it leaves an agent extension.
+
+Hook payloads carry commands, file contents and environment snippets; anything
+shown to a client must not carry credentials. Each rule keeps what tells the reader
+*what* was there (a key's prefix, a variable or flag name) and replaces the secret
+with ``***``. Stdlib only: hooks import this on every tool call.
+
+The same rules exist in JavaScript for the in-process extensions
+(``agent-extensions/shared/mask.mjs``); ``agent-extensions/masking-vectors.json``
+holds the cases both must pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+MASK = "***"
+
+_NAME = r"[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)[A-Za-z0-9_]*"
+"""A credential-looking name: API_KEY, GITHUB_TOKEN, DB_PASSWORD, client_secret …"""
+
+_RULES: list[tuple[re.Pattern[str], str]] = [
+    # Provider keys and tokens with a recognisable prefix: keep the prefix.
+    (re.compile(r"\b(sk-ant-|sk-proj-|sk-)[A-Za-z0-9_\-]{16,}"), r"\1" + MASK),
+    (re.compile(r"\b(AIza)[A-Za-z0-9_\-]{30,}"), r"\1" + MASK),
+    (re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"), r"\1" + MASK),
+    (re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), r"\1" + MASK),
+    (re.compile(r"\b(glpat-)[A-Za-z0-9_\-]{16,}"), r"\1" + MASK),
+    (re.compile(r"\b(xox[abprs]-)[A-Za-z0-9\-]{8,}"), r"\1" + MASK),
+    (re.compile(r"\b(npm_)[A-Za-z0-9]{30,}"), r"\1" + MASK),
+    (re.compile(r"\b((?:AKIA|ASIA))[A-Z0-9]{16}\b"), r"\1" + MASK),
+    # HTTP credentials.
+    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]+=*", re.IGNORECASE), r"\1 " + MASK),
+    # scheme://user:password@host
+    (re.compile(r"([a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:)[^@\s/]+@"), r"\1" + MASK + "@"),
+    # JSON keys: "api_key": "value"
+    (
+        re.compile(r'("' + _NAME + r'"\s*:\s*")(?:[^"\\]|\\.)*(")', re.IGNORECASE),
+        r"\1" + MASK + r"\2",
+    ),
+    # Flags: --token X, --password=X, --api-key X
+    (
+        re.compile(
+            r"(--(?:[a-z0-9\-]*)(?:token|secret|password|passwd|api-key|apikey|auth|key)"
+            r"(?:[=\s]+))(?!-)(\"[^\"]*\"|'[^']*'|\S+)",
+            re.IGNORECASE,
+        ),
+        r"\1" + MASK,
+    ),
+]
+
+_ASSIGNMENT = re.compile(
+    r"(\b" + _NAME + r"\s*=\s*)(?:\"([^\"]*)\"|'([^']*)'|[^\s\"']+)", re.IGNORECASE
+)
+"""API_KEY=x, export GITHUB_TOKEN="x", aws_secret_access_key = x, :_authToken=x"""
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    """Keep the name and the quotes of ``NAME="value"``; only the value goes."""
+    quote = '"' if match.group(2) is not None else "'" if match.group(3) is not None else ""
+    return f"{match.group(1)}{quote}{MASK}{quote}"
+
+
+def mask(text: str) -> str:
+    """Return ``text`` with every recognised secret replaced by ``***``."""
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return _ASSIGNMENT.sub(_mask_assignment, text)
