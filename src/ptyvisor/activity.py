@@ -6,20 +6,29 @@ small state machine fed with decoded frame payloads and with the process's exit;
 it never looks at screen text.
 
 Rules (each one pinned by a test):
-- A report whose ``at`` is older than the last applied report is ignored: hooks run
+- A frame whose ``at`` is older than the last applied frame is ignored: hooks run
   as separate processes and can race.
 - Once the process has exited, activity is final (``stopped`` for exit 0, ``failed``
-  otherwise) and late frames never resurrect the session.
+  otherwise), any pending interaction is gone, and late frames never resurrect it.
 - ``agent`` and ``native_session_id`` are sticky: a report that omits them keeps the
   values learned earlier. ``reason`` belongs to the report that carried it.
+- An ``interaction`` frame makes the session ``needs_input`` with that interaction
+  pending. It is cleared by ``interaction_cleared`` (its id, or no id), by a turn
+  end (``waiting``, ``failed``, ``stopped``) and by the exit; an id once cleared
+  is never pending again, so a late frame cannot resurrect a stale question. A
+  weaker ``needs_input`` report (Claude's Notification) keeps the richer pending
+  interaction.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ptyvisor.interaction import Interaction
 
 
 class ActivityPhase(StrEnum):
@@ -66,17 +75,47 @@ class ActivityReport(BaseModel):
     native_session_id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
 
-# Later payload types (pending interactions) join this union; the ``type`` field
-# discriminates, so an unknown type is a validation failure, never a guess.
-FramePayload = Annotated[ActivityReport, Field(discriminator="type")]
+class InteractionReport(BaseModel):
+    """Frame payload ``{"type": "interaction", ...}``: the agent is blocked on this."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["interaction"]
+    at: int = Field(ge=0)
+    interaction: Interaction
+
+
+class InteractionCleared(BaseModel):
+    """Frame payload ``{"type": "interaction_cleared", ...}``: answered or withdrawn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["interaction_cleared"]
+    at: int = Field(ge=0)
+    id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    reason: Annotated[str, Field(max_length=256)] | None = None
+
+
+# The ``type`` field discriminates, so an unknown type is a validation failure,
+# never a guess.
+FramePayload = Annotated[
+    ActivityReport | InteractionReport | InteractionCleared, Field(discriminator="type")
+]
 FRAME_PAYLOAD = TypeAdapter[FramePayload](FramePayload)
 
 
+TURN_ENDS = frozenset({ActivityPhase.WAITING, ActivityPhase.FAILED, ActivityPhase.STOPPED})
+CLEARED_MEMORY = 256
+"""How many cleared interaction ids are remembered to refuse late frames."""
+
+
 class ActivityTracker:
-    """Applies reports and the process exit to one session's activity."""
+    """Applies frame payloads and the process exit to one session's activity."""
 
     def __init__(self, now_ms: int) -> None:
         self._activity = Activity(since=now_ms)
+        self._pending: Interaction | None = None
+        self._cleared: deque[str] = deque(maxlen=CLEARED_MEMORY)
         self._last_at = 0
         self._final = False
 
@@ -84,27 +123,101 @@ class ActivityTracker:
     def activity(self) -> Activity:
         return self._activity
 
-    def report(self, report: ActivityReport) -> bool:
-        """Apply a report; returns whether the visible activity changed."""
-        if self._final or report.at < self._last_at:
+    @property
+    def pending(self) -> Interaction | None:
+        return self._pending
+
+    def apply(self, payload: FramePayload) -> bool:
+        """Apply one decoded frame payload; returns whether anything visible changed."""
+        if self._final or payload.at < self._last_at:
             return False
-        self._last_at = report.at
-        current = self._activity
+        self._last_at = payload.at
+        match payload:
+            case ActivityReport():
+                return self._report(payload)
+            case InteractionReport():
+                return self._interaction(payload)
+            case InteractionCleared():
+                return self._cleared_by(payload)
+
+    def _report(self, report: ActivityReport) -> bool:
         phase = ActivityPhase(report.phase)
-        updated = Activity(
-            phase=phase,
-            since=current.since if phase is current.phase else report.at,
-            agent=report.agent or current.agent,
-            reason=report.reason,
-            native_session_id=report.native_session_id or current.native_session_id,
+        changed = False
+        if phase in TURN_ENDS and self._pending is not None:
+            changed = self._clear()
+        if phase is ActivityPhase.WORKING and self._pending is not None:
+            # Still blocked: a hook of another kind (a subagent, a late PreToolUse)
+            # does not prove the pending question was answered.
+            phase = ActivityPhase.NEEDS_INPUT
+        return (
+            self._set_phase(
+                phase,
+                at=report.at,
+                agent=report.agent,
+                reason=report.reason,
+                native_session_id=report.native_session_id,
+            )
+            or changed
         )
-        return self._replace(updated)
+
+    def _interaction(self, report: InteractionReport) -> bool:
+        interaction = report.interaction
+        if interaction.id in self._cleared:
+            return False
+        changed = interaction != self._pending
+        self._pending = interaction
+        return (
+            self._set_phase(
+                ActivityPhase.NEEDS_INPUT, at=report.at, agent=interaction.agent, reason=None
+            )
+            or changed
+        )
+
+    def _cleared_by(self, report: InteractionCleared) -> bool:
+        pending = self._pending
+        if report.id is not None and (pending is None or pending.id != report.id):
+            self._cleared.append(report.id)  # answered before its frame arrived
+            return False
+        if pending is None:
+            return False
+        self._clear()
+        if self._activity.phase is ActivityPhase.NEEDS_INPUT:
+            self._set_phase(ActivityPhase.WORKING, at=report.at, reason=None)
+        return True
+
+    def _clear(self) -> bool:
+        if self._pending is None:
+            return False
+        self._cleared.append(self._pending.id)
+        self._pending = None
+        return True
+
+    def _set_phase(
+        self,
+        phase: ActivityPhase,
+        *,
+        at: int,
+        reason: str | None,
+        agent: str | None = None,
+        native_session_id: str | None = None,
+    ) -> bool:
+        current = self._activity
+        return self._replace(
+            Activity(
+                phase=phase,
+                since=current.since if phase is current.phase else at,
+                agent=agent or current.agent,
+                reason=reason,
+                native_session_id=native_session_id or current.native_session_id,
+            )
+        )
 
     def process_exited(self, *, exit_code: int | None, signal: int | None, now_ms: int) -> bool:
         """Make activity final: ``stopped`` on a clean exit, ``failed`` otherwise."""
         if self._final:
             return False
         self._final = True
+        self._clear()
         clean = exit_code == 0 and signal is None
         if clean:
             phase, reason = ActivityPhase.STOPPED, None

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ptyvisor.activity import Activity
 from ptyvisor.frames import SESSION_ID_PATTERN
+from ptyvisor.interaction import Interaction
 
 PROTOCOL_VERSION = 1
 MAX_TEXT_MESSAGE = 1024 * 1024
@@ -66,7 +67,7 @@ class SessionSummary(_Model):
     agent: str | None = None
     process: ProcessState
     activity: Activity
-    pending_interaction: None = Field(default=None, description="Reserved for interactions")
+    pending_interaction: Interaction | None = None
     clients: int
     created_at: int = Field(description="Unix ms")
     size: TermSize
@@ -272,9 +273,12 @@ class SnapshotMessage(_Model):
 
 
 class ActivityChanged(_Model):
+    """The activity axis changed: phase, or the pending interaction, or both."""
+
     type: Literal["activity"] = "activity"
     session: SessionId
     activity: Activity
+    pending_interaction: Interaction | None = None
 
 
 class ProcessChanged(_Model):

@@ -27,7 +27,7 @@ from typing import Protocol
 import anyio
 from pydantic import ValidationError
 
-from ptyvisor.activity import FRAME_PAYLOAD, ActivityReport, ActivityTracker
+from ptyvisor.activity import FRAME_PAYLOAD, ActivityTracker
 from ptyvisor.child import Child
 from ptyvisor.frames import Rejected, RejectReason, decode_frame, new_nonce
 from ptyvisor.outbox import Outbox
@@ -259,10 +259,8 @@ class Session:
             self._count_rejection(RejectReason.INVALID.value)
             return
         self.frames_applied += 1
-        match payload:
-            case ActivityReport():
-                if self.tracker.report(payload):
-                    self._activity_changed()
+        if self.tracker.apply(payload):
+            self._activity_changed()
 
     def _count_rejection(self, reason: str, count: int = 1) -> None:
         first = reason not in self.frames_rejected
@@ -442,6 +440,7 @@ class Session:
             agent=activity.agent,
             process=self.process,
             activity=activity,
+            pending_interaction=self.tracker.pending,
             clients=len(self._subscribers),
             created_at=self.created_at,
             size=self.size,
@@ -459,9 +458,12 @@ class Session:
         )
 
     def _activity_changed(self) -> None:
-        self._broadcast(
-            ActivityChanged(session=self.id, activity=self.tracker.activity).model_dump_json()
+        changed = ActivityChanged(
+            session=self.id,
+            activity=self.tracker.activity,
+            pending_interaction=self.tracker.pending,
         )
+        self._broadcast(changed.model_dump_json())
         self._on_change()
 
     def _broadcast(self, text: str) -> None:

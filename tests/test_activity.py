@@ -1,0 +1,145 @@
+"""The activity state machine, driven by payloads only (no PTY, no event loop)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
+
+
+def tracker() -> ActivityTracker:
+    return ActivityTracker(now_ms=1000)
+
+
+def apply(t: ActivityTracker, **payload: Any) -> bool:
+    return t.apply(FRAME_PAYLOAD.validate_python(payload))
+
+
+def activity(t: ActivityTracker, phase: str, at: int, **extra: Any) -> bool:
+    return apply(t, type="activity", phase=phase, at=at, **extra)
+
+
+def ask(t: ActivityTracker, at: int, ident: str = "req-1", kind: str = "approval") -> bool:
+    interaction = {
+        "id": ident,
+        "kind": kind,
+        "agent": "claude-code",
+        "tool": "Bash",
+        "title": "Run a command",
+        "rows": [{"label": "Command", "value": "npm test", "monospace": True}],
+        "created_at": at,
+    }
+    return apply(t, type="interaction", at=at, interaction=interaction)
+
+
+def cleared(t: ActivityTracker, at: int, ident: str | None = None) -> bool:
+    return apply(t, type="interaction_cleared", at=at, id=ident)
+
+
+def test_starts_unavailable() -> None:
+    t = tracker()
+    assert t.activity.phase is ActivityPhase.UNAVAILABLE
+    assert t.activity.since == 1000
+    assert t.pending is None
+
+
+def test_older_reports_are_ignored_and_equal_ones_applied() -> None:
+    t = tracker()
+    assert activity(t, "working", 2000)
+    assert not activity(t, "waiting", 1999)
+    assert t.activity.phase is ActivityPhase.WORKING
+    assert activity(t, "waiting", 2000)
+    assert t.activity.phase is ActivityPhase.WAITING
+
+
+def test_agent_and_native_id_are_sticky_reason_is_not() -> None:
+    t = tracker()
+    activity(t, "starting", 10, agent="codex", native_session_id="n-1", reason="boot")
+    activity(t, "working", 11)
+    assert t.activity.agent == "codex"
+    assert t.activity.native_session_id == "n-1"
+    assert t.activity.reason is None
+    assert t.activity.since == 11
+
+
+def test_same_phase_keeps_since() -> None:
+    t = tracker()
+    activity(t, "working", 10)
+    activity(t, "working", 20, reason="tool")
+    assert t.activity.since == 10
+
+
+def test_exit_is_final() -> None:
+    t = tracker()
+    activity(t, "working", 10)
+    assert t.process_exited(exit_code=0, signal=None, now_ms=20)
+    assert t.activity.phase is ActivityPhase.STOPPED
+    assert not activity(t, "working", 30)
+    assert not ask(t, 40)
+    assert t.activity.phase is ActivityPhase.STOPPED
+    assert not t.process_exited(exit_code=1, signal=None, now_ms=50)
+
+
+def test_failed_exit_reasons() -> None:
+    code = tracker()
+    code.process_exited(exit_code=2, signal=None, now_ms=5)
+    assert code.activity.phase is ActivityPhase.FAILED
+    assert code.activity.reason == "exited with status 2"
+    killed = tracker()
+    killed.process_exited(exit_code=None, signal=9, now_ms=5)
+    assert killed.activity.reason == "killed by signal 9"
+
+
+def test_interaction_sets_needs_input_and_clear_returns_to_working() -> None:
+    t = tracker()
+    activity(t, "working", 10)
+    assert ask(t, 20)
+    assert t.activity.phase is ActivityPhase.NEEDS_INPUT
+    assert t.pending is not None and t.pending.rows[0].value == "npm test"
+    assert cleared(t, 30, "req-1")
+    assert t.pending is None
+    assert t.activity.phase is ActivityPhase.WORKING
+
+
+def test_clear_of_another_id_keeps_the_pending_one() -> None:
+    t = tracker()
+    ask(t, 20, "req-2")
+    assert not cleared(t, 30, "req-1")
+    assert t.pending is not None and t.pending.id == "req-2"
+
+
+def test_turn_end_clears_and_late_frames_never_resurrect() -> None:
+    t = tracker()
+    ask(t, 20, "req-1")
+    assert activity(t, "waiting", 30)
+    assert t.pending is None
+    # A straggling copy of the same request, even with a newer clock.
+    assert not ask(t, 40, "req-1")
+    assert t.pending is None
+    assert t.activity.phase is ActivityPhase.WAITING
+
+
+def test_cleared_before_its_interaction_arrived() -> None:
+    t = tracker()
+    cleared(t, 10, "req-9")
+    assert not ask(t, 11, "req-9")
+    assert t.pending is None
+
+
+def test_weak_needs_input_keeps_richer_interaction() -> None:
+    t = tracker()
+    ask(t, 20, "req-1", kind="question")
+    activity(t, "needs_input", 30, reason="permission_prompt")  # Claude's Notification
+    assert t.pending is not None and t.pending.kind == "question"
+    # Other hooks reporting work while still blocked do not hide the question.
+    activity(t, "working", 40)
+    assert t.activity.phase is ActivityPhase.NEEDS_INPUT
+    assert t.pending is not None
+
+
+def test_exit_clears_pending() -> None:
+    t = tracker()
+    ask(t, 20)
+    t.process_exited(exit_code=1, signal=None, now_ms=30)
+    assert t.pending is None
+    assert t.activity.phase is ActivityPhase.FAILED
