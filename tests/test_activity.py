@@ -7,6 +7,11 @@ from typing import Any
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
 
 
+def phase(t: ActivityTracker) -> ActivityPhase:
+    """Read through a function so mypy does not narrow the phase across calls."""
+    return t.activity.phase
+
+
 def tracker() -> ActivityTracker:
     return ActivityTracker(now_ms=1000)
 
@@ -38,7 +43,7 @@ def cleared(t: ActivityTracker, at: int, ident: str | None = None) -> bool:
 
 def test_starts_unavailable() -> None:
     t = tracker()
-    assert t.activity.phase is ActivityPhase.UNAVAILABLE
+    assert phase(t) is ActivityPhase.UNAVAILABLE
     assert t.activity.since == 1000
     assert t.pending is None
 
@@ -47,9 +52,9 @@ def test_older_reports_are_ignored_and_equal_ones_applied() -> None:
     t = tracker()
     assert activity(t, "working", 2000)
     assert not activity(t, "waiting", 1999)
-    assert t.activity.phase is ActivityPhase.WORKING
+    assert phase(t) is ActivityPhase.WORKING
     assert activity(t, "waiting", 2000)
-    assert t.activity.phase is ActivityPhase.WAITING
+    assert phase(t) is ActivityPhase.WAITING
 
 
 def test_agent_and_native_id_are_sticky_reason_is_not() -> None:
@@ -73,17 +78,17 @@ def test_exit_is_final() -> None:
     t = tracker()
     activity(t, "working", 10)
     assert t.process_exited(exit_code=0, signal=None, now_ms=20)
-    assert t.activity.phase is ActivityPhase.STOPPED
+    assert phase(t) is ActivityPhase.STOPPED
     assert not activity(t, "working", 30)
     assert not ask(t, 40)
-    assert t.activity.phase is ActivityPhase.STOPPED
+    assert phase(t) is ActivityPhase.STOPPED
     assert not t.process_exited(exit_code=1, signal=None, now_ms=50)
 
 
 def test_failed_exit_reasons() -> None:
     code = tracker()
     code.process_exited(exit_code=2, signal=None, now_ms=5)
-    assert code.activity.phase is ActivityPhase.FAILED
+    assert phase(code) is ActivityPhase.FAILED
     assert code.activity.reason == "exited with status 2"
     killed = tracker()
     killed.process_exited(exit_code=None, signal=9, now_ms=5)
@@ -94,11 +99,11 @@ def test_interaction_sets_needs_input_and_clear_returns_to_working() -> None:
     t = tracker()
     activity(t, "working", 10)
     assert ask(t, 20)
-    assert t.activity.phase is ActivityPhase.NEEDS_INPUT
+    assert phase(t) is ActivityPhase.NEEDS_INPUT
     assert t.pending is not None and t.pending.rows[0].value == "npm test"
     assert cleared(t, 30, "req-1")
     assert t.pending is None
-    assert t.activity.phase is ActivityPhase.WORKING
+    assert phase(t) is ActivityPhase.WORKING
 
 
 def test_clear_of_another_id_keeps_the_pending_one() -> None:
@@ -116,7 +121,7 @@ def test_turn_end_clears_and_late_frames_never_resurrect() -> None:
     # A straggling copy of the same request, even with a newer clock.
     assert not ask(t, 40, "req-1")
     assert t.pending is None
-    assert t.activity.phase is ActivityPhase.WAITING
+    assert phase(t) is ActivityPhase.WAITING
 
 
 def test_cleared_before_its_interaction_arrived() -> None:
@@ -133,7 +138,7 @@ def test_weak_needs_input_keeps_richer_interaction() -> None:
     assert t.pending is not None and t.pending.kind == "question"
     # Other hooks reporting work while still blocked do not hide the question.
     activity(t, "working", 40)
-    assert t.activity.phase is ActivityPhase.NEEDS_INPUT
+    assert phase(t) is ActivityPhase.NEEDS_INPUT
     assert t.pending is not None
 
 
@@ -142,4 +147,4 @@ def test_exit_clears_pending() -> None:
     ask(t, 20)
     t.process_exited(exit_code=1, signal=None, now_ms=30)
     assert t.pending is None
-    assert t.activity.phase is ActivityPhase.FAILED
+    assert phase(t) is ActivityPhase.FAILED
