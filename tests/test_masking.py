@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,20 @@ def test_vector(case: dict[str, str]) -> None:
 def test_masking_is_idempotent() -> None:
     for case in VECTORS:
         assert mask(case["output"]) == case["output"]
+
+
+@pytest.mark.parametrize("unit", ["x", "a-b ", "--", "--a-", "API_KEY", '"', "a://", "Bearer "])
+def test_masking_is_linear_on_adversarial_input(unit: str) -> None:
+    """Doubling the input must roughly double the time: no quadratic backtracking.
+    (A ratio measured side by side, not a wall-clock limit.)"""
+
+    def cost(chars: int) -> float:
+        text = unit * (chars // len(unit))
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            mask(text)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    assert cost(80_000) / max(cost(20_000), 1e-6) < 8, "4x the input must cost well under 16x"

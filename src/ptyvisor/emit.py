@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ptyvisor.frames import NONCE_PATTERN, SESSION_ID_PATTERN, encode_frame
 
@@ -70,18 +70,23 @@ def _open_tty(path: str) -> int | None:
     return fd
 
 
-def write_frame(payload: Mapping[str, object], env: Mapping[str, str] = os.environ) -> bool:
+def write_frame(
+    payload: Mapping[str, object],
+    env: Mapping[str, str] = os.environ,
+    encode: Callable[[str, str, Mapping[str, object]], bytes] = encode_frame,
+) -> bool:
     """Write one activity frame for the session described by ``env``.
 
     Returns False, without raising, when not in a ptyvisor session, when the
-    payload cannot be framed, or when no terminal can be written.
+    payload cannot be framed, or when no terminal can be written. ``encode`` lets
+    hooks shorten a payload that would not fit instead of losing it.
     """
     session_id = env.get(ENV_SESSION, "")
     nonce = env.get(ENV_NONCE, "")
     if not SESSION_ID_PATTERN.fullmatch(session_id) or not NONCE_PATTERN.fullmatch(nonce):
         return False
     try:
-        frame = encode_frame(session_id, nonce, payload)
+        frame = encode(session_id, nonce, payload)
     except ValueError:
         return False
 

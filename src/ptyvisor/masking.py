@@ -16,8 +16,14 @@ import re
 
 MASK = "***"
 
-_NAME = r"[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)[A-Za-z0-9_]*"
-"""A credential-looking name: API_KEY, GITHUB_TOKEN, DB_PASSWORD, client_secret …"""
+_NAME = (
+    r"[A-Za-z0-9_]{0,64}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)"
+    r"[A-Za-z0-9_]{0,64}"
+)
+"""A credential-looking name: API_KEY, GITHUB_TOKEN, DB_PASSWORD, client_secret …
+
+Every repetition in these patterns is bounded: masking runs on untrusted payloads in
+a hook on every tool call, and an unbounded run would make it quadratic."""
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
     # Provider keys and tokens with a recognisable prefix: keep the prefix.
@@ -32,7 +38,10 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # HTTP credentials.
     (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]+=*", re.IGNORECASE), r"\1 " + MASK),
     # scheme://user:password@host
-    (re.compile(r"([a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:)[^@\s/]+@"), r"\1" + MASK + "@"),
+    (
+        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^/\s:@]{1,256}:)[^@\s/]{1,256}@"),
+        r"\1" + MASK + "@",
+    ),
     # JSON keys: "api_key": "value"
     (
         re.compile(r'("' + _NAME + r'"\s*:\s*")(?:[^"\\]|\\.)*(")', re.IGNORECASE),
@@ -41,7 +50,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # Flags: --token X, --password=X, --api-key X
     (
         re.compile(
-            r"(--(?:[a-z0-9\-]*)(?:token|secret|password|passwd|api-key|apikey|auth|key)"
+            r"(--(?:[a-z0-9]{1,32}-){0,4}(?:token|secret|password|passwd|api-key|apikey|auth|key)"
             r"(?:[=\s]+))(?!-)(\"[^\"]*\"|'[^']*'|\S+)",
             re.IGNORECASE,
         ),
@@ -62,7 +71,10 @@ def _mask_assignment(match: re.Match[str]) -> str:
 
 
 def mask(text: str) -> str:
-    """Return ``text`` with every recognised secret replaced by ``***``."""
+    """Return ``text`` with every recognised secret replaced by ``***``.
+
+    Linear in the length of ``text``; callers that only show a prefix should mask
+    a little more than that prefix, not the whole input."""
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return _ASSIGNMENT.sub(_mask_assignment, text)

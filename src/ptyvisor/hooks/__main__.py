@@ -1,0 +1,44 @@
+"""``python -m ptyvisor.hooks <agent>``: one hook invocation.
+
+Exit status is always 0 and nothing is printed: a failing or chatty hook would
+change the agent's behaviour (Claude treats exit 2 as "block" and stdout JSON as
+a decision).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+
+MAX_STDIN = 1024 * 1024
+MAPPERS = {"claude-code": "ptyvisor.hooks.claude_code", "codex": "ptyvisor.hooks.codex"}
+
+
+def main(argv: list[str]) -> int:
+    if not os.environ.get("PTYVISOR_SESSION") or not os.environ.get("PTYVISOR_NONCE"):
+        return 0  # outside a ptyvisor session: not even stdin is read
+    try:
+        raw = sys.stdin.buffer.read(MAX_STDIN)
+        event = json.loads(raw or b"{}")
+        if not isinstance(event, dict):
+            return 0
+        module_name = MAPPERS.get(argv[0] if argv else "")
+        if module_name is None:
+            return 0
+        at = time.time_ns() // 1_000_000
+        mapper = importlib.import_module(module_name)
+        from ptyvisor.emit import write_frame
+        from ptyvisor.hooks.normalise import fit
+
+        for payload in mapper.map_event(event, at):
+            write_frame(payload, encode=fit)
+    except Exception:  # never break the agent
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

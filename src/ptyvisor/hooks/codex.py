@@ -1,0 +1,193 @@
+"""Codex hook events → activity and interaction frames.
+
+Codex reports shell approvals as ``tool_name: "Bash"`` with ``{command,
+description}``, and questions through the ``request_user_input`` tool. It has no
+failure hook: a failed turn fires neither ``Stop`` nor ``notify``, it only writes a
+``task_complete`` event with an ``error`` to its rollout file (``transcript_path``).
+So ``UserPromptSubmit`` starts a small detached watcher (`watch_rollout`) that
+follows that file until the turn completes and reports ``failed`` if it failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ptyvisor.hooks.normalise import Payload, questions, request_digest, row, rows, text
+
+AGENT = "codex"
+QUESTION_TOOL = "request_user_input"
+WATCH_SECONDS = 6 * 3600
+POLL_SECONDS = 0.25
+
+
+def activity(phase: str, at: int, event: Mapping[str, Any], reason: str | None = None) -> Payload:
+    payload: Payload = {"type": "activity", "phase": phase, "at": at, "agent": AGENT}
+    native = event.get("session_id")
+    if isinstance(native, str) and native:
+        payload["native_session_id"] = native[:256]
+    if reason:
+        payload["reason"] = text(reason)
+    return payload
+
+
+def cleared(at: int, ident: str | None, reason: str) -> Payload:
+    payload: Payload = {"type": "interaction_cleared", "at": at, "reason": reason}
+    if ident:
+        payload["id"] = ident
+    return payload
+
+
+def request_id(event: Mapping[str, Any]) -> str:
+    tool_use_id = event.get("tool_use_id")
+    if isinstance(tool_use_id, str) and tool_use_id:
+        return tool_use_id[:256]
+    return request_digest(str(event.get("tool_name", "")), event.get("tool_input"))
+
+
+def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
+    name = event.get("hook_event_name")
+    match name:
+        case "SessionStart":
+            return [activity("waiting", at, event)]
+        case "UserPromptSubmit":
+            start_watcher(event)
+            return [cleared(at, None, "prompt"), activity("working", at, event)]
+        case "PreToolUse":
+            return [activity("working", at, event)]
+        case "PermissionRequest":
+            return [interaction_frame(event, at)]
+        case "PostToolUse":
+            return [cleared(at, request_id(event), "answered"), activity("working", at, event)]
+        case "Stop":
+            return [activity("waiting", at, event)]
+        case "Interrupt":
+            return [activity("waiting", at, event, reason="interrupted")]
+        case "SessionEnd":
+            return [activity("stopped", at, event, reason=str(event.get("reason") or ""))]
+        case _:
+            return []  # SubagentStart/Stop, compaction: not the main turn's boundaries
+
+
+def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
+    tool = str(event.get("tool_name", ""))
+    tool_input = event.get("tool_input")
+    fields: Mapping[str, Any] = tool_input if isinstance(tool_input, Mapping) else {}
+    interaction: Payload = {
+        "id": request_id(event),
+        "agent": AGENT,
+        "tool": text(tool, 256),
+        "created_at": at,
+    }
+    if tool == QUESTION_TOOL:
+        interaction.update(
+            kind="question",
+            title=text("Codex has a question"),
+            questions=questions(fields.get("questions")),
+            accepts_free_form=True,
+        )
+    else:
+        command = fields.get("command")
+        if isinstance(command, list):
+            command = " ".join(str(part) for part in command)
+        interaction.update(
+            kind="approval",
+            title=text("Run a shell command" if tool in ("Bash", "shell") else f"Use {tool}"),
+            rows=rows(
+                row("Command", command, monospace=True),
+                row("Directory", fields.get("workdir") or fields.get("cwd"), monospace=True),
+                row("Description", fields.get("description") or fields.get("justification")),
+                row("Input", tool_input, monospace=True) if command is None else None,
+            ),
+        )
+    return {"type": "interaction", "at": at, "interaction": interaction}
+
+
+def start_watcher(event: Mapping[str, Any]) -> None:
+    """Detach a rollout watcher for this turn; it outlives the hook process."""
+    path = event.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return
+    offset = _size(Path(path))
+    subprocess.Popen(
+        [sys.executable, "-m", "ptyvisor.hooks.codex", path, str(offset)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def turn_outcome(line: str) -> tuple[bool, str | None] | None:
+    """For one rollout line: None if it does not end the turn, else (failed, reason)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    payload = record.get("payload")
+    if record.get("type") != "event_msg" or not isinstance(payload, dict):
+        return None
+    kind = payload.get("type")
+    if kind == "task_complete":
+        error = payload.get("error")
+        if error:
+            return True, text(error if isinstance(error, str) else error.get("message", error))
+        return False, None
+    if kind in ("turn_aborted", "shutdown_complete"):
+        return False, None
+    return None
+
+
+def watch_rollout(path: Path, offset: int, deadline: float) -> tuple[bool, str | None] | None:
+    """Follow the rollout file from ``offset`` until the turn ends or time runs out."""
+    buffered = b""
+    while time.monotonic() < deadline:
+        try:
+            with path.open("rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+        except OSError:
+            chunk = b""
+        offset += len(chunk)
+        buffered += chunk
+        *lines, buffered = buffered.split(b"\n")
+        for line in lines:
+            outcome = turn_outcome(line.decode("utf-8", "replace"))
+            if outcome is not None:
+                return outcome
+        if not os.path.exists(os.environ.get("PTYVISOR_TTY", "/")):
+            return None  # the session is gone
+        time.sleep(POLL_SECONDS)
+    return None
+
+
+def _watch_main(argv: list[str]) -> int:
+    try:
+        outcome = watch_rollout(Path(argv[0]), int(argv[1]), time.monotonic() + WATCH_SECONDS)
+        if outcome is not None and outcome[0]:
+            from ptyvisor.emit import write_frame
+
+            at = time.time_ns() // 1_000_000
+            write_frame(activity("failed", at, {}, reason=outcome[1] or "turn failed"))
+    except Exception:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_watch_main(sys.argv[1:]))

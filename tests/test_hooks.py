@@ -1,0 +1,318 @@
+"""Claude Code and Codex hook mapping: pure mapping rules, the real hook process
+writing real frames to a real PTY, and the whole path through a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
+from ptyvisor.client import Client
+from ptyvisor.frames import Rejected, decode_frame, new_nonce
+from ptyvisor.hooks import claude_code, codex
+from ptyvisor.protocol import ActivityChanged
+from ptyvisor.scanner import FrameScanner
+
+from .conftest import RunningServer, until
+
+TOKEN_IN_COMMAND = "curl -H 'Authorization: Bearer sekrit123' https://api.example/x"
+
+
+def claude(event: str, **fields: Any) -> dict[str, Any]:
+    return {"session_id": "native-1", "hook_event_name": event, **fields}
+
+
+def kinds(payloads: list[dict[str, Any]]) -> list[str]:
+    return [p["type"] + (":" + p["phase"] if p["type"] == "activity" else "") for p in payloads]
+
+
+def test_claude_turn_mapping() -> None:
+    assert kinds(claude_code.map_event(claude("SessionStart", source="startup"), 1)) == [
+        "activity:waiting"
+    ]
+    start = claude_code.map_event(claude("SessionStart", source="startup"), 1)[0]
+    assert start["native_session_id"] == "native-1"
+    assert kinds(claude_code.map_event(claude("UserPromptSubmit", prompt="hi"), 2)) == [
+        "interaction_cleared",
+        "activity:working",
+    ]
+    assert kinds(claude_code.map_event(claude("Stop"), 3)) == ["activity:waiting"]
+    failed = claude_code.map_event(claude("StopFailure", error="invalid_request"), 4)
+    assert kinds(failed) == ["activity:failed"]
+    assert failed[0]["reason"] == "invalid_request"
+
+
+def test_claude_subagents_do_not_end_the_turn() -> None:
+    assert claude_code.map_event(claude("Stop", agent_id="sub-1"), 1) == []
+    assert claude_code.map_event(claude("SubagentStop", agent_id="sub-1"), 1) == []
+    assert claude_code.map_event(claude("PreToolUse", agent_id="sub-1", tool_name="Read"), 1) == []
+
+
+def test_claude_permission_request_is_a_masked_typed_approval() -> None:
+    tool_input = {"command": TOKEN_IN_COMMAND, "description": "Fetch the thing"}
+    suggestions = [
+        {
+            "type": "addRules",
+            "rules": [{"toolName": "Bash", "ruleContent": "curl:*"}],
+            "behavior": "allow",
+            "destination": "localSettings",
+        }
+    ]
+    (frame,) = claude_code.map_event(
+        claude(
+            "PermissionRequest",
+            tool_name="Bash",
+            tool_input=tool_input,
+            permission_suggestions=suggestions,
+        ),
+        10,
+    )
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    interaction = report.interaction
+    assert interaction.kind == "approval" and interaction.tool == "Bash"
+    assert interaction.title == "Run a shell command"
+    command = next(r for r in interaction.rows if r.label == "Command")
+    assert command.monospace
+    assert command.value == "curl -H 'Authorization: Bearer ***' https://api.example/x"
+    assert "sekrit123" not in json.dumps(frame)
+    assert [r.label for r in interaction.rows] == ["Command", "Description"]
+    assert interaction.suggestions == ["Always allow Bash(curl:*) (localSettings)"]
+    # PostToolUse of the same call clears exactly this request.
+    after = claude_code.map_event(
+        claude("PostToolUse", tool_name="Bash", tool_input=tool_input, tool_use_id="toolu_1"), 11
+    )
+    assert after[0] == {
+        "type": "interaction_cleared",
+        "at": 11,
+        "id": interaction.id,
+        "reason": "answered",
+    }
+
+
+def test_claude_ask_user_question_is_a_question() -> None:
+    questions = [
+        {
+            "question": "Which colour?",
+            "header": "Colour",
+            "options": [
+                {"label": "Red", "description": "warm"},
+                {"label": "Blue", "description": "cool"},
+            ],
+            "multiSelect": False,
+        }
+    ]
+    (frame,) = claude_code.map_event(
+        claude(
+            "PermissionRequest", tool_name="AskUserQuestion", tool_input={"questions": questions}
+        ),
+        5,
+    )
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    question = report.interaction.questions[0]
+    assert report.interaction.kind == "question" and report.interaction.accepts_free_form
+    assert (question.header, question.question) == ("Colour", "Which colour?")
+    assert [(o.label, o.description) for o in question.options] == [
+        ("Red", "warm"),
+        ("Blue", "cool"),
+    ]
+
+
+def test_notification_is_weak_and_clear_session_end_ignored() -> None:
+    weak = claude_code.map_event(claude("Notification", notification_type="permission_prompt"), 1)
+    assert kinds(weak) == ["activity:needs_input"]
+    idle = claude_code.map_event(claude("Notification", notification_type="idle_prompt"), 1)
+    assert kinds(idle) == ["activity:waiting"]
+    assert claude_code.map_event(claude("SessionEnd", reason="clear"), 1) == []
+    assert kinds(claude_code.map_event(claude("SessionEnd", reason="exit"), 1)) == [
+        "activity:stopped"
+    ]
+
+
+def test_bounds_and_oversized_interactions_are_shortened() -> None:
+    huge = {"command": "x" * 100_000}
+    (frame,) = claude_code.map_event(
+        claude("PermissionRequest", tool_name="Bash", tool_input=huge), 1
+    )
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    assert len(report.interaction.rows[0].value) == 4000
+    many = {
+        "questions": [
+            {"question": f"q{i}", "options": list("abcdefghijklmnopqrst")} for i in range(12)
+        ]
+    }
+    (frame,) = claude_code.map_event(
+        claude("PermissionRequest", tool_name="AskUserQuestion", tool_input=many), 1
+    )
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    assert len(report.interaction.questions) == 8
+    assert all(len(q.options) == 16 for q in report.interaction.questions)
+
+
+def test_codex_mapping() -> None:
+    event = {
+        "session_id": "thread-1",
+        "turn_id": "t1",
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash",
+        "tool_use_id": "call_9",
+        "tool_input": {"command": "rm -rf build", "description": "clean"},
+    }
+    (frame,) = codex.map_event(event, 3)
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    assert report.interaction.id == "call_9"
+    assert [(r.label, r.value) for r in report.interaction.rows] == [
+        ("Command", "rm -rf build"),
+        ("Description", "clean"),
+    ]
+    question = {
+        **event,
+        "tool_name": "request_user_input",
+        "tool_input": {
+            "questions": [
+                {"id": "pick", "header": "Pick", "question": "Which?", "options": [{"label": "A"}]}
+            ]
+        },
+    }
+    (frame,) = codex.map_event(question, 4)
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    assert report.interaction.kind == "question"
+    assert report.interaction.questions[0].id == "pick"
+    done = codex.map_event({**event, "hook_event_name": "PostToolUse"}, 5)
+    assert done[0]["id"] == "call_9"
+    assert kinds(codex.map_event({"hook_event_name": "Interrupt"}, 6)) == ["activity:waiting"]
+
+
+def test_codex_rollout_watcher_reports_failed_turns(tmp_path: Path) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(
+        json.dumps({"type": "event_msg", "payload": {"type": "task_started"}}) + "\n"
+    )
+    offset = rollout.stat().st_size
+
+    def codex_writes() -> None:
+        time.sleep(0.3)
+        with rollout.open("a") as handle:
+            handle.write(json.dumps({"type": "response_item", "payload": {}}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "type": "event_msg",
+                        "payload": {"type": "task_complete", "error": "400 bad request: token=abc"},
+                    }
+                )
+            )
+            handle.flush()
+            time.sleep(0.3)
+            handle.write("\n")
+
+    writer = threading.Thread(target=codex_writes)
+    writer.start()
+    outcome = codex.watch_rollout(rollout, offset, time.monotonic() + 10)
+    writer.join()
+    assert outcome == (True, "400 bad request: token=***")
+    assert codex.turn_outcome(
+        json.dumps({"type": "event_msg", "payload": {"type": "task_complete"}})
+    ) == (False, None)
+
+
+def run_hook(
+    agent: str, event: dict[str, Any], env: dict[str, str]
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "ptyvisor.hooks", agent],
+        input=json.dumps(event).encode(),
+        env=env,
+        capture_output=True,
+        timeout=20,
+        check=False,
+    )
+
+
+def read_frames(master: int, session: str, nonce: str) -> list[dict[str, Any]]:
+    os.set_blocking(master, False)
+    data = b""
+    while True:
+        try:
+            data += os.read(master, 65536)
+        except BlockingIOError:
+            break
+    scanned = FrameScanner().feed(data)
+    decoded = [decode_frame(body, session, nonce) for body in scanned.frames]
+    assert not [d for d in decoded if isinstance(d, Rejected)]
+    return [d for d in decoded if isinstance(d, dict)]
+
+
+def test_real_hook_process_writes_frames_and_stays_silent() -> None:
+    master, slave = os.openpty()
+    nonce = new_nonce()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
+    env = {
+        **base,
+        "PTYVISOR_SESSION": "s1",
+        "PTYVISOR_NONCE": nonce,
+        "PTYVISOR_TTY": os.ttyname(slave),
+    }
+    event = claude("PermissionRequest", tool_name="Bash", tool_input={"command": "ls"})
+    result = run_hook("claude-code", event, env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    (payload,) = read_frames(master, "s1", nonce)
+    assert payload["interaction"]["rows"][0]["value"] == "ls"
+    # Garbage in, outside a session, unknown agent: exit 0, nothing written or printed.
+    for agent, stdin_env in (("claude-code", env), ("claude-code", base), ("nobody", env)):
+        result = subprocess.run(
+            [sys.executable, "-m", "ptyvisor.hooks", agent],
+            input=b"\xff not json",
+            env=stdin_env,
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert read_frames(master, "s1", nonce) == []
+    os.close(master)
+    os.close(slave)
+
+
+@pytest.mark.anyio
+async def test_hook_interaction_reaches_clients_through_the_server(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    ask = claude("PermissionRequest", tool_name="Bash", tool_input={"command": "make deploy"})
+    done = claude("PostToolUse", tool_name="Bash", tool_input={"command": "make deploy"})
+    (tmp_path / "ask.json").write_text(json.dumps(ask))
+    (tmp_path / "done.json").write_text(json.dumps(done))
+    hook = f"{sys.executable} -m ptyvisor.hooks claude-code"
+    # Like Claude's hooks: no controlling terminal (setsid), frames go to PTYVISOR_TTY.
+    script = f"setsid {hook} < ask.json; read x; setsid {hook} < done.json; read y"
+    session = await client.spawn(["sh", "-c", script], cwd=str(tmp_path))
+    await client.attach(session.id, since=0)
+    events = await until(client, lambda e: isinstance(e, ActivityChanged))
+    change = events[-1]
+    assert isinstance(change, ActivityChanged)
+    assert change.activity.phase is ActivityPhase.NEEDS_INPUT
+    assert change.activity.agent == "claude-code"
+    assert change.pending_interaction is not None
+    assert change.pending_interaction.rows[0].value == "make deploy"
+    listed = {s.id: s for s in await client.list()}
+    assert listed[session.id].pending_interaction == change.pending_interaction
+    await client.send_input(b"\r")
+    events = await until(
+        client, lambda e: isinstance(e, ActivityChanged) and e.pending_interaction is None
+    )
+    final = events[-1]
+    assert isinstance(final, ActivityChanged)
+    assert final.activity.phase is ActivityPhase.WORKING
