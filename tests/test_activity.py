@@ -148,3 +148,23 @@ def test_exit_clears_pending() -> None:
     t.process_exited(exit_code=1, signal=None, now_ms=30)
     assert t.pending is None
     assert phase(t) is ActivityPhase.FAILED
+
+
+def test_agent_sessions_start_in_starting() -> None:
+    t = ActivityTracker(now_ms=5, agent="pi")
+    assert phase(t) is ActivityPhase.STARTING
+    assert t.activity.agent == "pi"
+
+
+def test_interrupt_keystroke_ends_the_turn_and_answers_the_prompt() -> None:
+    t = tracker()
+    assert not t.interrupted(5), "nothing to interrupt while idle"
+    activity(t, "working", 10)
+    ask(t, 20)
+    assert t.interrupted(30)
+    assert phase(t) is ActivityPhase.WAITING
+    assert t.activity.reason == "interrupted"
+    assert t.pending is None
+    # Hook frames written before the keystroke arrive late and change nothing.
+    assert not activity(t, "working", 25)
+    assert not ask(t, 26, "req-2")

@@ -112,8 +112,9 @@ CLEARED_MEMORY = 256
 class ActivityTracker:
     """Applies frame payloads and the process exit to one session's activity."""
 
-    def __init__(self, now_ms: int) -> None:
-        self._activity = Activity(since=now_ms)
+    def __init__(self, now_ms: int, *, agent: str | None = None) -> None:
+        phase = ActivityPhase.STARTING if agent else ActivityPhase.UNAVAILABLE
+        self._activity = Activity(phase=phase, since=now_ms, agent=agent)
         self._pending: Interaction | None = None
         self._cleared: deque[str] = deque(maxlen=CLEARED_MEMORY)
         self._last_at = 0
@@ -184,6 +185,18 @@ class ActivityTracker:
         if self._activity.phase is ActivityPhase.NEEDS_INPUT:
             self._set_phase(ActivityPhase.WORKING, at=report.at, reason=None)
         return True
+
+    def interrupted(self, at: int) -> bool:
+        """The user pressed Esc / Ctrl-C during a turn: no agent reports that, so the
+        keystroke itself ends the turn (and answers any pending prompt)."""
+        if self._final or self._activity.phase not in (
+            ActivityPhase.WORKING,
+            ActivityPhase.NEEDS_INPUT,
+        ):
+            return False
+        self._last_at = max(self._last_at, at)
+        self._clear()
+        return self._set_phase(ActivityPhase.WAITING, at=at, reason="interrupted")
 
     def _clear(self) -> bool:
         if self._pending is None:

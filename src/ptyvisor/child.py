@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal as signals
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -55,9 +56,14 @@ class Child:
         if not workdir.is_dir():
             raise SpawnError(f"working directory does not exist: {cwd}")
         child_env = dict(env)
+        # Look the program up on the child's PATH (spawn requests may extend it);
+        # ptyprocess would only search the server's.
+        program = shutil.which(argv[0], path=child_env.get("PATH", os.defpath))
+        if program is None:
+            raise SpawnError(f"command not found: {argv[0]}")
         try:
             process = ptyprocess.PtyProcess.spawn(
-                list(argv),
+                [program, *argv[1:]],
                 cwd=str(workdir),
                 env=child_env,
                 dimensions=(rows, cols),

@@ -234,10 +234,12 @@ class Client:
         name: str | None = None,
         cols: int = 80,
         rows: int = 24,
+        agent: str | None = None,
     ) -> SessionSummary:
         reply = await self.request(
             {
                 "type": "spawn",
+                "agent": agent,
                 "argv": list(argv),
                 "cwd": cwd,
                 "env": env or {},

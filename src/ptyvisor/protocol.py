@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from ptyvisor.activity import Activity
+from ptyvisor.agents import AgentName
 from ptyvisor.frames import SESSION_ID_PATTERN
 from ptyvisor.interaction import Interaction
 
@@ -130,8 +131,18 @@ class UnwatchSessions(_Request):
 
 
 class Spawn(_Request):
+    """Start a program; with ``agent``, ``argv`` holds the agent's own arguments and
+    ptyvisor starts the agent with its extension installed for this session."""
+
     type: Literal["spawn"]
-    argv: Annotated[list[str], Field(min_length=1, max_length=256)]
+    argv: Annotated[list[str], Field(max_length=256)] = []
+    agent: AgentName | None = None
+
+    @model_validator(mode="after")
+    def _command_given(self) -> Spawn:
+        if not self.argv and self.agent is None:
+            raise ValueError("argv must name a command unless an agent is given")
+        return self
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Added to the server's env")
     name: Annotated[str, Field(max_length=128)] | None = None

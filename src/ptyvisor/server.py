@@ -209,6 +209,7 @@ class Connection:
                         name=request.name,
                         cols=request.cols,
                         rows=request.rows,
+                        agent=request.agent,
                     )
                 except SpawnError as error:
                     raise RequestError("spawn_failed", str(error)) from None

@@ -96,8 +96,10 @@ class Session:
         rows: int,
         config: SessionConfig,
         on_change: Callable[[], None],
+        agent: str | None = None,
     ) -> None:
         self.id = session_id
+        self.agent = agent
         self.name = name
         self.argv = list(argv)
         self.cwd = cwd
@@ -115,7 +117,7 @@ class Session:
         # Raises SpawnError before anything else exists: no half-made session.
         self.child = Child.spawn(self.argv, cwd=cwd, env=child_env, cols=cols, rows=rows)
         self.process = ProcessState(state="running", pid=self.child.pid)
-        self.tracker = ActivityTracker(self.created_at)
+        self.tracker = ActivityTracker(self.created_at, agent=agent)
         self.log = OutputLog(config.replay_bytes)
         self._scanner = FrameScanner()
         self.renderer = Renderer(
@@ -314,6 +316,12 @@ class Session:
             return False
         if len(self._input) + len(data) > INPUT_LIMIT:
             return False
+        if (
+            self.agent
+            and (data == b"\x1b" or b"\x03" in data)
+            and self.tracker.interrupted(now_ms())
+        ):
+            self._activity_changed()
         self._input += data
         self._input_ready.set()
         return True
@@ -437,7 +445,7 @@ class Session:
             name=self.name,
             argv=self.argv,
             cwd=self.cwd,
-            agent=activity.agent,
+            agent=self.agent or activity.agent,
             process=self.process,
             activity=activity,
             pending_interaction=self.tracker.pending,

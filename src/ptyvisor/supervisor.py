@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from anyio.abc import TaskGroup
 
+from ptyvisor.agents import AgentName, launch
+from ptyvisor.child import SpawnError
 from ptyvisor.config import ServerConfig
 from ptyvisor.outbox import Outbox
 from ptyvisor.protocol import SessionClosed, SessionSummary
@@ -37,22 +41,34 @@ class Supervisor:
         name: str | None,
         cols: int,
         rows: int,
+        agent: AgentName | None = None,
     ) -> Session:
         """Start a session; raises SpawnError (nothing registered) if the program cannot start."""
         session_id = new_session_id()
         while session_id in self._sessions:
             session_id = new_session_id()
-        session = Session(
-            session_id=session_id,
-            name=name or argv[0].rsplit("/", 1)[-1],
-            argv=argv,
-            cwd=cwd,
-            env=env,
-            cols=cols,
-            rows=rows,
-            config=self.config,
-            on_change=self.changed,
-        )
+        extra_env: dict[str, str] = {}
+        if agent is not None:
+            started = launch(agent, argv, session_dir=self.session_dir(session_id))
+            argv, extra_env = started.argv, started.env
+        if not argv:
+            raise SpawnError("empty command")
+        try:
+            session = Session(
+                session_id=session_id,
+                name=name or agent or argv[0].rsplit("/", 1)[-1],
+                agent=agent,
+                argv=argv,
+                cwd=cwd,
+                env={**env, **extra_env},
+                cols=cols,
+                rows=rows,
+                config=self.config,
+                on_change=self.changed,
+            )
+        except SpawnError:
+            shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
+            raise
         self._sessions[session_id] = session
         self._tg.start_soon(self._run, session, name=f"session {session_id}")
         log.info("session %s started: %s (pid %d)", session_id, session.name, session.child.pid)
@@ -65,9 +81,14 @@ class Supervisor:
         finally:
             self._forget(session)
 
+    def session_dir(self, session_id: str) -> Path:
+        """Private per-session files (agent configuration); removed with the session."""
+        return self.config.state_dir / "sessions" / session_id
+
     def _forget(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
+        shutil.rmtree(self.session_dir(session.id), ignore_errors=True)
         closed = SessionClosed(session=session.id).model_dump_json()
         for subscriber in session.detach_all():
             subscriber.outbox.put_text(closed)

@@ -1,0 +1,126 @@
+"""Starting an agent with ptyvisor's extension installed for that session only.
+
+Never by editing the user's own configuration: each agent is given our hooks,
+plugin or extension through a per-process switch, so the user's own hooks and
+settings keep working beside ours.
+
+| agent | how |
+| --- | --- |
+| claude-code | ``--settings <inline JSON>`` with command hooks (merged with the user's) |
+| codex | ``-c hooks.<Event>=…``, ``--no-daemon``, ``--dangerously-bypass-hook-trust`` |
+| opencode | ``OPENCODE_CONFIG_DIR`` = a session folder whose ``plugin/`` holds our plugin |
+| pi | ``--extension <file>``, only for the interactive TUI |
+
+Codex asks the user to review a new hook before running it; ptyvisor's hook is a
+fixed command it ships, so it takes that step for the user (documented in the
+README) rather than leaving the session silently unreported.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+AgentName = Literal["claude-code", "codex", "opencode", "pi"]
+AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "opencode", "pi")
+
+CLAUDE_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SubagentStop",
+    "SessionEnd",
+)
+CODEX_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "Stop",
+    "SessionEnd",
+)
+HOOK_TIMEOUT_SECONDS = 10
+PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def extensions_dir() -> Path:
+    """Where the JavaScript extensions are: inside an installed wheel, or the checkout."""
+    packaged = Path(__file__).parent / "agent_extensions"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "agent-extensions"
+
+
+def hook_command(agent: str) -> str:
+    """The hook command, by absolute interpreter path: the agent's PATH does not matter."""
+    return f"{shlex.quote(sys.executable)} -m ptyvisor.hooks {agent}"
+
+
+def claude_settings() -> dict[str, object]:
+    entry = {
+        "type": "command",
+        "command": hook_command("claude-code"),
+        "timeout": HOOK_TIMEOUT_SECONDS,
+    }
+    return {"hooks": {event: [{"matcher": "*", "hooks": [entry]}] for event in CLAUDE_EVENTS}}
+
+
+def codex_overrides() -> list[str]:
+    """``-c`` overrides adding our hook to every event, as TOML inline values."""
+    command = json.dumps(hook_command("codex"))  # a JSON string is a valid TOML basic string
+    entry = f'{{ type = "command", command = {command}, timeout = {HOOK_TIMEOUT_SECONDS} }}'
+    args: list[str] = []
+    for event in CODEX_EVENTS:
+        args += ["-c", f"hooks.{event}=[{{ hooks = [{entry}] }}]"]
+    return args
+
+
+def launch(agent: AgentName, args: Sequence[str], *, session_dir: Path) -> Launch:
+    """The argv and environment additions that start ``agent`` with our extension."""
+    match agent:
+        case "claude-code":
+            settings = json.dumps(claude_settings(), separators=(",", ":"))
+            return Launch(["claude", "--settings", settings, *args])
+        case "codex":
+            return Launch(
+                [
+                    "codex",
+                    "--no-daemon",
+                    "--dangerously-bypass-hook-trust",
+                    *codex_overrides(),
+                    *args,
+                ]
+            )
+        case "opencode":
+            plugin_dir = session_dir / "opencode" / "plugin"
+            plugin_dir.mkdir(parents=True, exist_ok=True)
+            source = extensions_dir() / "opencode" / "ptyvisor.js"
+            target = plugin_dir / "ptyvisor.js"
+            if not target.exists():
+                target.symlink_to(source)
+            return Launch(
+                ["opencode", *args], {"OPENCODE_CONFIG_DIR": str(session_dir / "opencode")}
+            )
+        case "pi":
+            if any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
+                return Launch(["pi", *args])  # machine-read stdout: no frames there
+            extension = extensions_dir() / "pi" / "ptyvisor.js"
+            return Launch(["pi", "--extension", str(extension), *args])

@@ -1,0 +1,50 @@
+"""How each agent is started with our extension for one session only."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+
+from ptyvisor.agents import CLAUDE_EVENTS, CODEX_EVENTS, extensions_dir, launch
+
+
+def test_claude_gets_inline_settings_with_our_hooks(tmp_path: Path) -> None:
+    started = launch("claude-code", ["--model", "x"], session_dir=tmp_path)
+    assert started.argv[0] == "claude" and started.argv[1] == "--settings"
+    assert started.argv[-2:] == ["--model", "x"]
+    settings = json.loads(started.argv[2])
+    assert set(settings["hooks"]) == set(CLAUDE_EVENTS)
+    (entry,) = settings["hooks"]["PermissionRequest"][0]["hooks"]
+    assert shlex.split(entry["command"]) == [sys.executable, "-m", "ptyvisor.hooks", "claude-code"]
+    assert started.env == {}, "nothing in the user's own configuration is touched"
+
+
+def test_codex_overrides_are_valid_toml(tmp_path: Path) -> None:
+    started = launch("codex", ["--enable", "x"], session_dir=tmp_path)
+    assert started.argv[:3] == ["codex", "--no-daemon", "--dangerously-bypass-hook-trust"]
+    overrides = [started.argv[i + 1] for i, arg in enumerate(started.argv) if arg == "-c"]
+    assert len(overrides) == len(CODEX_EVENTS)
+    for override in overrides:
+        key, _, value = override.partition("=")
+        parsed = tomllib.loads(f"value = {value}")["value"]
+        command = parsed[0]["hooks"][0]["command"]
+        assert key.startswith("hooks.")
+        assert shlex.split(command) == [sys.executable, "-m", "ptyvisor.hooks", "codex"]
+
+
+def test_opencode_gets_a_session_config_dir(tmp_path: Path) -> None:
+    started = launch("opencode", [], session_dir=tmp_path)
+    assert started.argv == ["opencode"]
+    plugin = Path(started.env["OPENCODE_CONFIG_DIR"]) / "plugin" / "ptyvisor.js"
+    assert plugin.resolve() == (extensions_dir() / "opencode" / "ptyvisor.js").resolve()
+
+
+def test_pi_extension_only_for_the_interactive_tui(tmp_path: Path) -> None:
+    tui = launch("pi", ["--model", "fake/m"], session_dir=tmp_path)
+    assert tui.argv[:2] == ["pi", "--extension"]
+    assert Path(tui.argv[2]) == extensions_dir() / "pi" / "ptyvisor.js"
+    for machine in (["--mode", "json"], ["-p", "hello"], ["--mode=rpc"]):
+        assert "--extension" not in launch("pi", machine, session_dir=tmp_path).argv
