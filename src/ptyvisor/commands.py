@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 import anyio
+from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ptyvisor import __version__
-from ptyvisor.client import Client, ServerError
+from ptyvisor.agents import AGENTS
+from ptyvisor.client import Client, Disconnected, ServerError
 from ptyvisor.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -71,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     client_options(run)
     run.add_argument("--name", default=None)
     run.add_argument("--cwd", default=None)
+    run.add_argument(
+        "--agent",
+        choices=AGENTS,
+        default=None,
+        help="start this agent with ptyvisor's extension; arguments after -- go to the agent",
+    )
     run.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
@@ -104,16 +112,40 @@ def run_command(args: list[str]) -> int:
     if command == "schema":
         print(json.dumps(wire_schema(), indent=2))
         return 0
+    if command in ("run", "attach") and not sys.stdin.isatty():
+        # Checked first: `run` would otherwise start a session it cannot attach to.
+        print(f"ptyvisor {command}: standard input is not a terminal", file=sys.stderr)
+        return 2
     try:
         return anyio.run(_client_command, options)
-    except ServerError as error:
-        print(f"ptyvisor: {error.message}", file=sys.stderr)
-        return 1
-    except OSError as error:
-        print(f"ptyvisor: cannot reach the server: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    except BaseException as raised:
+        # Client.connect runs a task group, so errors arrive wrapped in exception groups.
+        error = _unwrap(raised)
+        if isinstance(error, ServerError):
+            print(f"ptyvisor: {error.message}", file=sys.stderr)
+            return 1
+        if isinstance(error, InvalidStatus):
+            status = error.response.status_code
+            hint = " (wrong or missing token?)" if status == 401 else ""
+            print(
+                f"ptyvisor: the server refused the connection: HTTP {status}{hint}", file=sys.stderr
+            )
+            return 1
+        if isinstance(error, OSError | WebSocketException):
+            print(f"ptyvisor: cannot reach the server: {error}", file=sys.stderr)
+            return 1
+        if isinstance(error, Disconnected):
+            print(f"ptyvisor: lost the connection to the server: {error}", file=sys.stderr)
+            return 1
+        if isinstance(error, KeyboardInterrupt):
+            return 130
+        raise
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def serve(options: argparse.Namespace) -> int:
@@ -124,7 +156,8 @@ def serve(options: argparse.Namespace) -> int:
     # websockets logs every refused handshake at INFO with its path, which may hold a token.
     logging.getLogger("websockets").setLevel(logging.WARNING)
     state_dir = ensure_state_dir(options.state_dir or default_state_dir())
-    token = options.token or os.environ.get("PTYVISOR_TOKEN") or load_or_create_token(state_dir)
+    explicit_token = options.token or os.environ.get("PTYVISOR_TOKEN")
+    token = explicit_token or load_or_create_token(state_dir)
     config = ServerConfig(
         token=token,
         host=options.host,
@@ -141,9 +174,13 @@ def serve(options: argparse.Namespace) -> int:
         async with anyio.create_task_group() as tg:
             server = await tg.start(run_server, config)
             del server
-            print(f"ptyvisor {__version__} serving on {config.url}", flush=True)
-            print(f"token: {state_dir / 'token'} (or --token / PTYVISOR_TOKEN)", flush=True)
+            # Catch the signals before announcing the URL: whoever reads it may stop us at once.
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                print(f"ptyvisor {__version__} serving on {config.url}", flush=True)
+                source = (
+                    "given by --token / PTYVISOR_TOKEN" if explicit_token else state_dir / "token"
+                )
+                print(f"token: {source}", flush=True)
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     return
@@ -181,12 +218,14 @@ async def _client_command(options: argparse.Namespace) -> int:
                 return _finish(await attachment.run(), options.session)
             case "run":
                 argv = options.argv[1:] if options.argv[:1] == ["--"] else options.argv
-                if not argv:
-                    print("ptyvisor run: give a command after --", file=sys.stderr)
+                if not argv and options.agent is None:
+                    print("ptyvisor run: give a command after -- (or --agent)", file=sys.stderr)
                     return 2
                 cols, rows = _terminal_size()
                 cwd = options.cwd or os.getcwd()
-                session = await client.spawn(argv, cwd=cwd, name=options.name, cols=cols, rows=rows)
+                session = await client.spawn(
+                    argv, cwd=cwd, name=options.name, cols=cols, rows=rows, agent=options.agent
+                )
                 attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
                 return _finish(await attachment.run(), session.id)
     return 2
@@ -231,7 +270,8 @@ def format_table(sessions: list[SessionSummary]) -> str:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1]
+        "".join(cell.ljust(width) + "  " for cell, width in zip(row, widths, strict=False))
+        + row[-1]
         for row in rows
     )
 

@@ -143,6 +143,7 @@ class Spawn(_Request):
         if not self.argv and self.agent is None:
             raise ValueError("argv must name a command unless an agent is given")
         return self
+
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Added to the server's env")
     name: Annotated[str, Field(max_length=128)] | None = None

@@ -16,8 +16,15 @@ import tty
 
 import anyio
 
-from ptyvisor.client import Client, ConnectionLost, Output
-from ptyvisor.protocol import ProcessChanged, SessionClosed, Snapshot, SnapshotMessage
+from ptyvisor.client import Client, ConnectionLost, Disconnected, Output, ServerError
+from ptyvisor.protocol import (
+    Attached,
+    ProcessChanged,
+    ProcessState,
+    SessionClosed,
+    Snapshot,
+    SnapshotMessage,
+)
 
 DEFAULT_DETACH_KEY = b"\x1d"  # Ctrl-]
 RESET_MODES = (
@@ -45,6 +52,8 @@ class TerminalAttachment:
         self._out = sys.stdout.fileno()
         self.exit_code: int | None = None
         self.detached = False
+        self._end_seq: int | None = None
+        """Where the output of a program that had exited before we attached ends."""
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -64,6 +73,9 @@ class TerminalAttachment:
             attached = await self._client.attach(self._session_id, answers_queries=True)
             if attached.snapshot is not None:
                 self._draw(attached.snapshot)
+            await self._follow_exit(attached)
+            if self._shown(attached.seq):
+                return self.exit_code
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump_input, tg.cancel_scope)
                 tg.start_soon(self._follow_resizes)
@@ -73,6 +85,23 @@ class TerminalAttachment:
             termios.tcsetattr(self._in, termios.TCSADRAIN, saved)
             self._write(RESET_MODES + b"\r\n")
         return self.exit_code
+
+    async def _follow_exit(self, attached: Attached) -> None:
+        """If the program had already exited, no process_changed may follow: take its
+        status from the summary and stop once its output is shown up to where it ends."""
+        if attached.session.process.state != "exited":
+            return
+        self._note_exit(attached.session.process)
+        # Closed meanwhile (session_closed follows) or disconnected (we will reconnect).
+        with contextlib.suppress(ServerError, Disconnected):
+            self._end_seq = (await self._client.stats(self._session_id)).output_bytes
+
+    def _shown(self, seq: int) -> bool:
+        return self._end_seq is not None and seq >= self._end_seq
+
+    def _note_exit(self, process: ProcessState) -> None:
+        code = process.exit_code
+        self.exit_code = code if code is not None else 128 + (process.signal or 0)
 
     async def _resize(self) -> None:
         with contextlib.suppress(OSError):
@@ -104,21 +133,28 @@ class TerminalAttachment:
             match event:
                 case Output():
                     self._write(event.data)
+                    if self._shown(event.seq + len(event.data)):
+                        return
                 case SnapshotMessage(reason="lagging"):
                     self._draw(event.snapshot)
+                    if self._shown(event.snapshot.seq):
+                        return
                 case ProcessChanged() if event.process.state == "exited":
-                    code = event.process.exit_code
-                    self.exit_code = code if code is not None else 128 + (event.process.signal or 0)
+                    self._note_exit(event.process)
                     return
                 case SessionClosed():
                     self.exit_code = self.exit_code or 0
                     return
                 case ConnectionLost():
-                    await self._reconnect()
+                    attached = await self._reconnect()
+                    if attached is not None:
+                        await self._follow_exit(attached)
+                        if self._shown(attached.seq):
+                            return
                 case _:
                     pass
 
-    async def _reconnect(self) -> None:
+    async def _reconnect(self) -> Attached | None:
         delay = 0.2
         while True:
             try:
@@ -129,4 +165,4 @@ class TerminalAttachment:
                 continue
             if attached is not None and attached.snapshot is not None:
                 self._draw(attached.snapshot)
-            return
+            return attached

@@ -1,0 +1,635 @@
+"""The ``ptyvisor`` command line end to end: the installed console script, a real
+server process, real PTYs for ``run`` and ``attach``. Nothing is mocked."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import select
+import shlex
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+import ptyprocess
+import pyte
+import pytest
+
+from ptyvisor.client import Client
+from ptyvisor.protocol import SessionSummary
+
+PTYVISOR = str(Path(sys.executable).parent / "ptyvisor")
+DETACH = b"\x1d"  # Ctrl-]
+HEADER = ["ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "COMMAND"]
+SERVING = re.compile(r"^ptyvisor \S+ serving on (ws://\S+)$")
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def wait_for(check: Callable[[], T | None], what: str, *, timeout: float = 10) -> T:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def clean_env(home: Path, state_dir: Path) -> dict[str, str]:
+    """The test's environment minus anything ptyvisor reads, pointed at tmp dirs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        PTYVISOR_STATE_DIR=str(state_dir),
+        TERM="xterm-256color",
+    )
+    home.mkdir(parents=True, exist_ok=True)
+    return env
+
+
+@dataclass
+class ServerProcess:
+    """``ptyvisor serve`` in a subprocess, its stdout/stderr captured to files."""
+
+    proc: subprocess.Popen[bytes]
+    url: str
+    state_dir: Path
+    env: dict[str, str]
+    stdout_path: Path
+    stderr_path: Path
+
+    @property
+    def port(self) -> int:
+        port = urlsplit(self.url).port
+        assert port is not None
+        return port
+
+    def output(self) -> str:
+        return self.stdout_path.read_text() + self.stderr_path.read_text()
+
+    def stop(self) -> int:
+        """SIGTERM; the server must exit by itself within a few seconds."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=8)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("server did not exit within 8 s of SIGTERM") from None
+
+
+def start_server(
+    base: Path, env: dict[str, str], *extra: str, run_name: str = "serve"
+) -> ServerProcess:
+    state_dir = Path(env["PTYVISOR_STATE_DIR"])
+    stdout_path = base / f"{run_name}.stdout"
+    stderr_path = base / f"{run_name}.stderr"
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [PTYVISOR, "serve", "--port", "0", "--state-dir", str(state_dir), *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+        )
+
+    def first_line() -> str | None:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"server exited with {proc.returncode}: {stderr_path.read_text()[-2000:]}"
+            )
+        text = stdout_path.read_text()
+        return text.split("\n", 1)[0] if "\n" in text else None
+
+    try:
+        line = wait_for(first_line, "the server's first line")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+        raise
+    match = SERVING.match(line)
+    assert match, f"unexpected first line: {line!r}"
+    return ServerProcess(proc, match.group(1), state_dir, env, stdout_path, stderr_path)
+
+
+@dataclass
+class Setup:
+    server: ServerProcess
+    token: str
+    workdir: Path
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for client commands: the token comes from PTYVISOR_TOKEN."""
+        return {**self.server.env, "PTYVISOR_TOKEN": self.token}
+
+    def cli(self, *args: str, timeout: float = 15) -> subprocess.CompletedProcess[str]:
+        """A client subcommand with ``--url`` (and the token from the environment)."""
+        command, *rest = args
+        return run_cli(command, "--url", self.url, *rest, env=self.env, timeout=timeout)
+
+    def ls_json(self) -> list[dict[str, Any]]:
+        result = self.cli("ls", "--json")
+        assert result.returncode == 0, result.stderr
+        sessions = json.loads(result.stdout)
+        assert isinstance(sessions, list)
+        return sessions
+
+    def ls_rows(self) -> dict[str, str]:
+        """``ls`` as a table: session id -> its whole row."""
+        result = self.cli("ls")
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0].split() == [
+            "ID",
+            "NAME",
+            "PROCESS",
+            "ACTIVITY",
+            "FOR",
+            "CLIENTS",
+            "COMMAND",
+        ]
+        return {line.split()[0]: line for line in lines[1:]}
+
+    def client_call(self, call: Callable[[Client], Any]) -> Any:
+        """Run ``await call(client)`` on a fresh Python client connection."""
+
+        async def go() -> Any:
+            async with Client.connect(self.url, self.token) as client:
+                return await call(client)
+
+        return anyio.run(go)
+
+    def spawn(self, argv: list[str], *, cols: int = 80, rows: int = 24) -> str:
+        async def spawn(client: Client) -> SessionSummary:
+            return await client.spawn(argv, cwd=str(self.workdir), cols=cols, rows=rows)
+
+        summary: SessionSummary = self.client_call(spawn)
+        self.cleanups.append(lambda: self.close_quietly(summary.id))
+        return summary.id
+
+    def summary(self, session_id: str) -> SessionSummary | None:
+        async def find(client: Client) -> SessionSummary | None:
+            return next((s for s in await client.list() if s.id == session_id), None)
+
+        result: SessionSummary | None = self.client_call(find)
+        return result
+
+    def wait_summary(
+        self, session_id: str, check: Callable[[SessionSummary], bool], what: str
+    ) -> SessionSummary:
+        def probe() -> SessionSummary | None:
+            summary = self.summary(session_id)
+            return summary if summary is not None and check(summary) else None
+
+        return wait_for(probe, what)
+
+    def close_quietly(self, session_id: str) -> None:
+        async def close(client: Client) -> None:
+            if any(s.id == session_id for s in await client.list()):
+                await client.close(session_id)
+
+        with contextlib.suppress(Exception):
+            self.client_call(close)
+
+    def term(self, *args: str, rows: int = 24, cols: int = 80) -> Term:
+        """A client subcommand under a real PTY of the given size."""
+        command, *rest = args
+        term = Term([PTYVISOR, command, "--url", self.url, *rest], self.env, rows, cols)
+        self.cleanups.append(term.kill)
+        return term
+
+
+def run_cli(
+    *args: str, env: dict[str, str], timeout: float = 15
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PTYVISOR, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+class Term:
+    """A process on the slave side of a real PTY; we play the terminal on the master."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], rows: int, cols: int) -> None:
+        self.proc = ptyprocess.PtyProcess.spawn(argv, env=env, dimensions=(rows, cols))
+        self.size = (rows, cols)
+        self.output = b""
+        self.eof = False
+
+    def _read(self, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or self.eof:
+            return
+        readable, _, _ = select.select([self.proc.fd], [], [], min(remaining, 0.1))
+        if not readable:
+            return
+        try:
+            data = os.read(self.proc.fd, 65536)
+        except OSError:  # EIO: the slave side is closed
+            data = b""
+        if data:
+            self.output += data
+        else:
+            self.eof = True
+
+    def expect(self, needle: bytes, *, timeout: float = 10, start: int = 0) -> int:
+        """Read until ``needle`` appears in the output after ``start``; its end offset."""
+        deadline = time.monotonic() + timeout
+        while (found := self.output.find(needle, start)) < 0:
+            if self.eof or time.monotonic() > deadline:
+                raise AssertionError(f"no {needle!r} in output: {self.output[-3000:]!r}")
+            self._read(deadline)
+        return found + len(needle)
+
+    def read_to_eof(self, *, timeout: float = 10) -> bytes:
+        deadline = time.monotonic() + timeout
+        while not self.eof:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no EOF; output so far: {self.output[-3000:]!r}")
+            self._read(deadline)
+        return self.output
+
+    def attached(self) -> None:
+        """Wait for the first screen: from then on the terminal is raw and input is read."""
+        self.expect(b"\x1bc")
+
+    def screen(self) -> str:
+        """What a terminal of this size shows after all the output so far."""
+        rows, cols = self.size
+        screen = pyte.Screen(cols, rows)
+        pyte.ByteStream(screen).feed(self.output)
+        return "\n".join(line.rstrip() for line in screen.display)
+
+    def write(self, data: bytes) -> None:
+        os.write(self.proc.fd, data)
+
+    def wait(self, *, timeout: float = 10) -> int:
+        """The exit status, after reading everything the process wrote."""
+        self.read_to_eof(timeout=timeout)
+        wait_for(lambda: not self.proc.isalive(), "the process to exit", timeout=timeout)
+        assert self.proc.signalstatus is None, f"killed by signal {self.proc.signalstatus}"
+        status: int = self.proc.exitstatus
+        return status
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.proc.isalive():
+                self.proc.kill(signal.SIGKILL)
+                self.proc.wait()
+        with contextlib.suppress(Exception):
+            self.proc.close(force=True)
+
+
+# ---------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
+    """One server for the session-level tests, given its token with ``--token``."""
+    base = tmp_path_factory.mktemp("cli")
+    token = "cli-" + secrets.token_urlsafe(24)
+    env = clean_env(base / "home", base / "state")
+    server = start_server(base, env, "--token", token)
+    try:
+        yield server, token
+    finally:
+        code = server.stop()
+    assert code == 0, server.stderr_path.read_text()[-2000:]
+    assert token not in server.output()
+
+
+@pytest.fixture
+def setup(module_server: tuple[ServerProcess, str], tmp_path: Path) -> Iterator[Setup]:
+    server, token = module_server
+    assert server.proc.poll() is None, "the server died"
+    current = Setup(server, token, tmp_path)
+    yield current
+    for cleanup in reversed(current.cleanups):
+        cleanup()
+
+
+def in_shell(*argv: str) -> str:
+    return shlex.join(argv)
+
+
+# ---------------------------------------------------------------------- serve and the token
+
+
+def listening_addresses(port: int) -> list[str]:
+    """Local addresses (hex, as in /proc/net/tcp*) of sockets listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as handle:
+            for line in handle.readlines()[1:]:
+                fields = line.split()
+                address, _, hex_port = fields[1].partition(":")
+                if int(hex_port, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                    found.append(address)
+    return found
+
+
+def test_serve_token_file_loopback_and_restart(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    env = clean_env(tmp_path / "home", state_dir)
+    server = start_server(tmp_path, env, run_name="first")
+    outputs: list[str] = []
+    try:
+        assert server.url == f"ws://127.0.0.1:{server.port}/"
+
+        # A 0700 state dir holding a 0600 token.
+        assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
+        token_file = state_dir / "token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        assert len(token) >= 32
+
+        # Listening on loopback only.
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+            pass
+        if Path("/proc/net/tcp").exists():
+            assert listening_addresses(server.port) == ["0100007F"]  # 127.0.0.1, nothing else
+
+        # A client finds the stored token by itself (PTYVISOR_STATE_DIR, no PTYVISOR_TOKEN).
+        listed = run_cli("ls", "--url", server.url, env=env)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.split() == HEADER
+        outputs += [listed.stdout, listed.stderr]
+
+        # A wrong token is refused with a clear message and status 1.
+        wrong = "wrong-" + secrets.token_hex(8)
+        refused = run_cli("ls", "--url", server.url, "--token", wrong, env=env)
+        assert refused.returncode == 1
+        assert refused.stdout == ""
+        assert "refused" in refused.stderr
+        assert "token" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        outputs += [refused.stdout, refused.stderr]
+    finally:
+        assert server.stop() == 0
+    logs = [server.output()]
+    assert "serving on" in logs[0]
+
+    # A restart keeps the token, and the same client still gets in.
+    server = start_server(tmp_path, env, run_name="second")
+    try:
+        assert (state_dir / "token").read_text().strip() == token
+        listed = run_cli("ls", "--url", server.url, "--token", token, env=env)
+        assert listed.returncode == 0, listed.stderr
+        outputs += [listed.stdout, listed.stderr]
+    finally:
+        assert server.stop() == 0
+    logs.append(server.output())
+
+    for text in outputs + logs:
+        assert token not in text
+    for text in logs:
+        assert wrong not in text
+
+
+def test_unreachable_server_is_a_clean_error(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home", tmp_path / "state")
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = run_cli("ls", "--url", f"ws://127.0.0.1:{port}/", "--token", "x", env=env)
+    assert result.returncode == 1
+    assert "cannot reach the server" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------------- ls, kill, close
+
+
+def test_ls_table_and_json(setup: Setup) -> None:
+    live = setup.spawn(["cat"])
+    ready = setup.spawn(
+        ["sh", "-c", in_shell(PTYVISOR, "emit", "activity", "waiting") + "; exec cat"]
+    )
+    setup.wait_summary(ready, lambda s: s.activity.phase.value == "waiting", "the waiting report")
+
+    rows = setup.ls_rows()
+    assert re.search(rf"^{live}\s+cat\s+running\s+Live\s+\d+s\s+0\s+cat$", rows[live]), rows[live]
+    assert re.search(rf"^{ready}\s+sh\s+running\s+Ready\s+\d+s\s+0\s+sh -c ", rows[ready])
+
+    sessions = {s["id"]: s for s in setup.ls_json()}
+    assert sessions[live]["argv"] == ["cat"]
+    assert sessions[live]["name"] == "cat"
+    assert sessions[live]["process"]["state"] == "running"
+    assert sessions[live]["activity"]["phase"] == "unavailable"
+    assert sessions[ready]["activity"]["phase"] == "waiting"
+    assert sessions[ready]["cwd"] == str(setup.workdir)
+    # Every summary round-trips through the protocol model.
+    for raw in sessions.values():
+        SessionSummary.model_validate(raw)
+
+
+def test_kill_then_close(setup: Setup) -> None:
+    session = setup.spawn(["cat"])
+    killed = setup.cli("kill", session)
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout == ""
+    setup.wait_summary(session, lambda s: s.process.state == "exited", "the program to exit")
+
+    row = setup.ls_rows()[session]
+    assert re.search(rf"^{session}\s+cat\s+killed sig {int(signal.SIGHUP)}\s+Failed\s", row), row
+    summary = next(s for s in setup.ls_json() if s["id"] == session)
+    assert summary["process"]["signal"] == signal.SIGHUP
+    assert summary["activity"]["phase"] == "failed"
+
+    closed = setup.cli("close", session)
+    assert closed.returncode == 0, closed.stderr
+    assert session not in {s["id"] for s in setup.ls_json()}
+
+
+@pytest.mark.parametrize("command", ["kill", "close"])
+def test_unknown_session_is_an_error(setup: Setup, command: str) -> None:
+    result = setup.cli(command, "snosuchid")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.strip() == "ptyvisor: no session 'snosuchid'"
+
+
+def test_attach_unknown_session_is_an_error(setup: Setup) -> None:
+    term = setup.term("attach", "snosuchid")
+    assert term.wait() == 1
+    assert b"no session 'snosuchid'" in term.output
+    assert b"Traceback" not in term.output
+
+
+# ---------------------------------------------------------------------- run
+
+
+def test_run_passes_output_and_exit_status(setup: Setup) -> None:
+    script = "echo hello-from-run; stty size; exit 3"
+    term = setup.term("run", "--name", "three", "--", "sh", "-c", script, rows=27, cols=91)
+    assert term.wait() == 3
+    screen = term.screen()
+    assert "hello-from-run\n27 91\n" in screen, term.output  # spawned at the size of its terminal
+    assert b"Traceback" not in term.output
+
+    named = [s for s in setup.ls_json() if s["name"] == "three"]
+    assert len(named) == 1
+    setup.cleanups.append(lambda: setup.close_quietly(named[0]["id"]))
+    assert named[0]["process"]["state"] == "exited"
+    assert named[0]["process"]["exit_code"] == 3
+    row = setup.ls_rows()[named[0]["id"]]
+    assert re.search(r"\s+three\s+exited 3\s+Failed\s", row), row
+
+
+def test_run_detach_leaves_named_session_running(setup: Setup) -> None:
+    name = "n-" + secrets.token_hex(3)
+    term = setup.term("run", "--name", name, "--", "sh", "-c", "echo run-started; exec cat")
+    term.expect(b"run-started")
+    term.write(DETACH)
+    assert term.wait() == 0
+    match = re.search(rb"\[detached from (s[0-9a-f]+);", term.output)
+    assert match, term.output
+    session = match.group(1).decode()
+    setup.cleanups.append(lambda: setup.close_quietly(session))
+
+    row = setup.ls_rows()[session]
+    assert re.search(rf"^{session}\s+{name}\s+running\s+Live\s", row), row
+
+
+@pytest.mark.parametrize("command", [["run", "--", "cat"], ["attach", "sanysession"]])
+def test_run_and_attach_need_a_terminal(setup: Setup, command: list[str]) -> None:
+    before = {s["id"] for s in setup.ls_json()}
+    result = setup.cli(*command)  # stdin is /dev/null
+    assert result.returncode == 2
+    assert result.stderr == f"ptyvisor {command[0]}: standard input is not a terminal\n"
+    assert {s["id"] for s in setup.ls_json()} == before  # no session left behind
+
+
+# ---------------------------------------------------------------------- attach
+
+
+def test_attach_types_detaches_and_reattaches_to_the_screen(setup: Setup) -> None:
+    session = setup.spawn(
+        ["sh", "-c", "echo before-attach; while read line; do echo got:$line; done"]
+    )
+    setup.wait_summary(session, lambda s: s.process.state == "running", "the session")
+
+    first = setup.term("attach", session)
+    first.expect(b"before-attach")  # the snapshot of what was printed before
+    first.write(b"typed-text\r")
+    first.expect(b"got:typed-text")
+    first.write(DETACH)
+    assert first.wait() == 0
+    assert f"[detached from {session}; `ptyvisor attach {session}` to return]".encode() in (
+        first.output
+    )
+
+    summary = setup.summary(session)
+    assert summary is not None
+    assert summary.process.state == "running"
+    assert re.search(rf"^{session}\s+sh\s+running\s", setup.ls_rows()[session])
+
+    second = setup.term("attach", session)
+    offset = second.expect(b"before-attach")
+    second.expect(b"got:typed-text", start=offset)  # the earlier screen, drawn again
+    second.write(b"again\r")
+    second.expect(b"got:again")
+    second.write(DETACH)
+    assert second.wait() == 0
+
+
+def test_attach_ends_with_the_program_exit_status(setup: Setup) -> None:
+    session = setup.spawn(["sh", "-c", "read line; echo bye:$line; exit 5"])
+    term = setup.term("attach", session)
+    term.attached()
+    term.write(b"now\r")
+    assert term.wait() == 5
+    assert b"bye:now" in term.output
+
+    # Attaching to a program that has already exited shows its screen and its status.
+    again = setup.term("attach", session)
+    assert again.wait() == 5
+    assert b"bye:now" in again.output
+
+
+def test_attach_forwards_terminal_size(setup: Setup) -> None:
+    session = setup.spawn(
+        ["sh", "-c", "while read line; do echo size:$(stty size):end; done"], cols=80, rows=24
+    )
+    term = setup.term("attach", session, rows=33, cols=101)
+    term.attached()
+    # The size at start is sent before attaching: the first query already sees it.
+    term.write(b"\r")
+    term.expect(b"size:33 101:end")
+
+    term.proc.setwinsize(40, 120)  # SIGWINCH to the attach process
+
+    def resized() -> bool:
+        term.write(b"\r")
+        with contextlib.suppress(AssertionError):
+            term.expect(b"size:40 120:end", timeout=0.3)
+            return True
+        return False
+
+    wait_for(resized, "the new size to reach the program")
+    summary = setup.summary(session)
+    assert summary is not None
+    assert (summary.size.cols, summary.size.rows) == (120, 40)
+    term.write(DETACH)
+    assert term.wait() == 0
+
+
+# ---------------------------------------------------------------------- schema, emit
+
+
+def test_schema_is_json(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home", tmp_path / "state")
+    result = run_cli("schema", env=env)
+    assert result.returncode == 0, result.stderr
+    schema = json.loads(result.stdout)
+    assert {"client_to_server", "server_to_client"} <= schema.keys()
+    assert not (tmp_path / "state").exists()
+
+
+def test_emit_outside_a_session_is_silent(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home", tmp_path / "state")
+    result = subprocess.run(
+        [PTYVISOR, "emit", "activity", "waiting"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=10,
+        check=False,
+        start_new_session=True,  # no controlling terminal to fall back on either
+    )
+    assert result.returncode == 0
+    assert result.stdout == b""
+    assert result.stderr == b""
