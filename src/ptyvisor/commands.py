@@ -26,6 +26,7 @@ from ptyvisor.config import (
     load_or_create_token,
     read_token,
 )
+from ptyvisor.outbox import DEFAULT_LIMIT as DEFAULT_CLIENT_BUFFER
 from ptyvisor.outputlog import DEFAULT_CAPACITY
 from ptyvisor.protocol import SessionSummary, wire_schema
 from ptyvisor.renderer import DEFAULT_LAG_LIMIT
@@ -63,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--replay-bytes", type=int, default=DEFAULT_CAPACITY)
     serve.add_argument("--render-lag", type=int, default=DEFAULT_LAG_LIMIT)
     serve.add_argument("--scrollback", type=int, default=1000)
+    serve.add_argument(
+        "--client-buffer",
+        type=int,
+        default=DEFAULT_CLIENT_BUFFER,
+        help="bytes queued per client before it is dropped back to a snapshot",
+    )
     serve.add_argument("-v", "--verbose", action="store_true")
 
     def client_options(p: argparse.ArgumentParser) -> None:
@@ -167,6 +174,7 @@ def serve(options: argparse.Namespace) -> int:
         replay_bytes=options.replay_bytes,
         render_lag_limit=options.render_lag,
         scrollback=options.scrollback,
+        client_buffer=options.client_buffer,
     )
     from ptyvisor.server import run_server
 
