@@ -138,7 +138,7 @@ class Child:
 
 
 def _session_members(sid: int) -> list[int]:
-    """Pids whose session id is ``sid`` (Linux /proc; empty elsewhere)."""
+    """Live pids whose session id is ``sid`` (Linux /proc; empty elsewhere)."""
     members: list[int] = []
     proc = Path("/proc")
     if not proc.is_dir():
@@ -152,7 +152,8 @@ def _session_members(sid: int) -> list[int]:
             continue
         # Fields after the parenthesised command: state ppid pgrp session ...
         fields = stat.rpartition(")")[2].split()
-        if len(fields) > 3 and fields[3] == str(sid):
+        # Zombies are already dead (their parent, often init, reaps them).
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
             members.append(int(entry.name))
     return members
 

@@ -172,8 +172,11 @@ class Session:
                 await anyio.sleep(0.02)
         if not self.child.poll() or self.child.session_alive():
             self.child.signal_session(signals.SIGKILL)
-            while not self.child.poll():  # noqa: ASYNC110 - KILL cannot be ignored
-                await anyio.sleep(0.01)
+            # KILL cannot be ignored, but it is delivered asynchronously: wait until
+            # the child is reaped and the rest of its session is gone too.
+            with anyio.move_on_after(KILL_GRACE_SECONDS):
+                while not self.child.poll() or self.child.session_alive():  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
         self._exited()
 
     def close(self) -> None:
