@@ -1,0 +1,190 @@
+// ptyvisor activity extension for Pi (pi --extension <this file>).
+//
+// Runs inside Pi's interactive TUI and reports activity frames to the
+// session's terminal. Silent outside a ptyvisor session; handlers never
+// throw. Load it for the TUI only: in JSON/RPC modes stdout is machine-read.
+// See README.md beside this file for the mapping.
+//
+// The turn's outcome (waiting / failed) is published at the *settled*
+// boundary, not at a premature agent_end: Pi can retry a failed request or
+// compact an overflowing context and carry on after agent_end. Newer Pi emits
+// `agent_settled` for exactly that boundary; Pi versions without it (0.73.1)
+// get an equivalent below, built from the events an extension can see.
+
+import { writeFrame } from "../shared/frame.mjs";
+import { clip, MAX_ID, text } from "../shared/mask.mjs";
+
+const AGENT = "pi";
+
+// Pi's own test for errors it retries (AgentSession._isRetryableError, 0.73.1).
+const RETRYABLE =
+  /overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay/i;
+// Pi's default retry settings (retry.maxRetries, retry.baseDelayMs); a user
+// who changed them only shifts when a failure shows, never what it says.
+const MAX_RETRIES = 3;
+const BASE_DELAY_MS = 2000;
+const SLACK_MS = 3000; // beyond Pi's retry delay before a retry counts as not coming
+const COMPACTION_GRACE_MS = 1000; // agent_end -> session_before_compact is immediate
+const COMPACTION_MS = 180_000; // an LLM summary; a failed compaction sends no event
+const AFTER_COMPACTION_MS = 3000; // Pi continues 100 ms after an overflow compaction
+
+const isText = (value) => typeof value === "string" && value.length > 0;
+
+function lastAssistant(messages) {
+  if (!Array.isArray(messages)) return undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i] && messages[i].role === "assistant") return messages[i];
+  }
+  return undefined;
+}
+
+/** The turn's outcome from its last assistant message: [phase, reason]. */
+function outcomeOf(message) {
+  if (message?.stopReason === "error") {
+    return ["failed", isText(message.errorMessage) ? message.errorMessage : "error"];
+  }
+  if (message?.stopReason === "aborted") return ["waiting", "interrupted"];
+  return ["waiting", undefined];
+}
+
+function sessionIdOf(ctx) {
+  try {
+    const id = ctx?.sessionManager?.getSessionId?.();
+    return isText(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Wrap a handler so nothing it does can reach Pi; it always resolves to undefined. */
+const safe =
+  (handler) =>
+  async (...args) => {
+    try {
+      handler(...args);
+    } catch {
+      // never break Pi
+    }
+    return undefined; // before-events treat a returned object as a decision
+  };
+
+export default function ptyvisor(pi) {
+  let nativeId;
+  let outcome = ["waiting", undefined]; // of the last agent_end
+  let hasSettled = false; // this Pi emits agent_settled
+  let retries = 0; // consecutive retryable failures, as Pi counts them
+  let timer;
+
+  const publish = (phase, reason) => {
+    const payload = { type: "activity", phase, at: Date.now(), agent: AGENT };
+    if (isText(reason)) payload.reason = text(reason);
+    if (isText(nativeId)) payload.native_session_id = clip(nativeId, MAX_ID);
+    writeFrame(payload);
+  };
+
+  const cancel = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+
+  /** Publish the recorded outcome unless the agent starts again within `ms`. */
+  const settleAfter = (ms) => {
+    cancel();
+    timer = setTimeout(() => {
+      timer = undefined;
+      publish(...outcome);
+    }, ms);
+    timer.unref?.(); // never keep Pi alive on our account
+  };
+
+  pi.on(
+    "session_start",
+    safe((_event, ctx) => {
+      cancel();
+      nativeId = sessionIdOf(ctx) ?? nativeId;
+      publish("waiting");
+    }),
+  );
+
+  pi.on(
+    "agent_start",
+    safe((_event, ctx) => {
+      cancel();
+      nativeId = sessionIdOf(ctx) ?? nativeId;
+      publish("working");
+    }),
+  );
+
+  pi.on(
+    "message_end",
+    safe((event) => {
+      // Pi resets its retry counter on any assistant reply that is not an error.
+      if (event?.message?.role === "assistant" && event.message.stopReason !== "error") retries = 0;
+    }),
+  );
+
+  pi.on(
+    "agent_end",
+    safe((event) => {
+      const message = lastAssistant(event?.messages);
+      outcome = outcomeOf(message);
+      if (hasSettled) return; // agent_settled publishes it
+      if (event?.willRetry === true) {
+        settleAfter(COMPACTION_MS); // newer Pi says a retry follows; agent_start cancels this
+        return;
+      }
+      if (outcome[0] !== "failed") {
+        publish(...outcome);
+        return;
+      }
+      if (event?.willRetry === undefined && RETRYABLE.test(message?.errorMessage ?? "")) {
+        retries += 1;
+        if (retries <= MAX_RETRIES) {
+          // Pi waits baseDelay * 2^(n-1), then continues: agent_start cancels this.
+          settleAfter(BASE_DELAY_MS * 2 ** (retries - 1) + SLACK_MS);
+          return;
+        }
+        retries = 0;
+        publish(...outcome);
+        return;
+      }
+      // A context overflow is compacted and retried: session_before_compact
+      // arrives right after this handler returns and extends the wait.
+      settleAfter(COMPACTION_GRACE_MS);
+    }),
+  );
+
+  pi.on(
+    "session_before_compact",
+    safe(() => {
+      if (timer !== undefined) settleAfter(COMPACTION_MS);
+    }),
+  );
+
+  pi.on(
+    "session_compact",
+    safe(() => {
+      if (timer !== undefined) settleAfter(AFTER_COMPACTION_MS);
+    }),
+  );
+
+  // Newer Pi: the boundary after retries and compaction.
+  pi.on(
+    "agent_settled",
+    safe(() => {
+      hasSettled = true;
+      cancel();
+      publish(...outcome);
+    }),
+  );
+
+  pi.on(
+    "session_shutdown",
+    safe((event) => {
+      cancel();
+      // Only quitting ends the agent; reload / new / resume / fork replace the
+      // session and a new session_start follows.
+      if (event?.reason === undefined || event.reason === "quit") publish("stopped");
+    }),
+  );
+}
