@@ -1,0 +1,82 @@
+"""The real agent CLIs, installed once per test session by ``scripts/install_agents.sh``.
+
+Tests that drive the agents must fail, not skip, when they cannot be installed: a
+silently skipped end-to-end suite proves nothing. So every problem raises
+:class:`AgentsUnavailable` with the installer's own output.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+__all__ = ["AGENTS", "INSTALL_SCRIPT", "AgentsUnavailable", "agent_bin_dir", "agent_command"]
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL_SCRIPT = ROOT / "scripts" / "install_agents.sh"
+
+AGENTS: dict[str, str] = {
+    "claude-code": "claude",
+    "codex": "codex",
+    "opencode": "opencode",
+    "pi": "pi",
+}
+"""Agent name -> its executable in ``node_modules/.bin``."""
+
+INSTALL_TIMEOUT = 45 * 60
+"""A cold install downloads about 1.2 GB; it takes well under a minute on a good link."""
+
+
+class AgentsUnavailable(RuntimeError):
+    """The pinned agent CLIs could not be installed or found."""
+
+
+@functools.cache
+def agent_bin_dir() -> Path:
+    """Install the pinned CLIs (a no-op when already there) and return the bin directory.
+
+    Cached for the process, so a pytest session runs the installer at most once.
+    """
+    if shutil.which("npm") is None:
+        raise AgentsUnavailable(
+            "npm is not on PATH: the agent tests need Node.js 20+ with npm to install "
+            f"the agent CLIs ({INSTALL_SCRIPT.relative_to(ROOT)})"
+        )
+    try:
+        result = subprocess.run(
+            ["bash", str(INSTALL_SCRIPT)],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+            check=False,
+            env=os.environ.copy(),
+        )
+    except subprocess.TimeoutExpired as error:
+        raise AgentsUnavailable(
+            f"{INSTALL_SCRIPT.name} timed out after {error.timeout} s"
+        ) from None
+    if result.returncode != 0:
+        raise AgentsUnavailable(
+            f"{INSTALL_SCRIPT.name} failed with exit code {result.returncode}:\n"
+            f"{result.stderr[-4000:]}{result.stdout[-2000:]}"
+        )
+    lines = result.stdout.strip().splitlines()
+    bin_dir = Path(lines[-1]) if lines else Path()
+    missing = [name for name in AGENTS.values() if not (bin_dir / name).exists()]
+    if not lines or missing:
+        raise AgentsUnavailable(
+            f"{INSTALL_SCRIPT.name} printed {bin_dir!s} but it lacks {missing or 'everything'}"
+        )
+    return bin_dir
+
+
+def agent_command(agent: str) -> list[str]:
+    """The argv prefix that runs ``agent``'s real binary (installing it if needed)."""
+    try:
+        name = AGENTS[agent]
+    except KeyError:
+        raise ValueError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}") from None
+    return [str(agent_bin_dir() / name)]
