@@ -1,0 +1,149 @@
+"""Harness: a real agent TUI started *through ptyvisor* (spawn {agent}), its
+activity watched by a real WebSocket client, its screen read from snapshots.
+
+    async with agent_session("claude-code", tmp_path, model) as run:
+        await run.wait_screen("manual mode on")
+        await run.type("hello\\r")
+        await run.wait_phase("working")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from ptyvisor.activity import ActivityPhase
+from ptyvisor.client import Client
+from ptyvisor.config import ServerConfig
+from ptyvisor.interaction import Interaction
+from ptyvisor.protocol import ActivityChanged
+from ptyvisor.server import run_server
+from ptyvisor.terminal import HeadlessTerminal
+from tests.agents.fake_model import FakeModelServer
+from tests.agents.installed import agent_bin_dir
+from tests.agents.offline import offline_env
+
+TOKEN = "agents-token-" + "z" * 20
+Screen = str | re.Pattern[str] | Callable[[str], bool]
+
+
+@dataclass
+class AgentRun:
+    """One agent session under ptyvisor, seen as a client sees it."""
+
+    client: Client
+    session_id: str
+    model: FakeModelServer
+    project: Path
+    changes: list[ActivityChanged] = field(default_factory=list)
+
+    @property
+    def phases(self) -> list[str]:
+        """Distinct consecutive phases seen so far, e.g. starting, waiting, working…"""
+        seen: list[str] = []
+        for change in self.changes:
+            phase = change.activity.phase.value
+            if not seen or seen[-1] != phase:
+                seen.append(phase)
+        return seen
+
+    async def screen(self) -> str:
+        snapshot = await self.client.snapshot(self.session_id)
+        terminal = HeadlessTerminal(snapshot.size.cols, snapshot.size.rows)
+        terminal.feed(snapshot.screen.ansi.encode())
+        return "\n".join(line.rstrip() for line in terminal.display)
+
+    async def wait_screen(self, expected: Screen, *, wait: float = 60) -> str:
+        last = ""
+        try:
+            with anyio.fail_after(wait):
+                while True:
+                    last = await self.screen()
+                    if _shows(expected, last):
+                        return last
+                    await anyio.sleep(0.1)
+        except TimeoutError:
+            raise AssertionError(f"screen never showed {expected!r}; it shows:\n{last}") from None
+
+    async def type(self, data: str | bytes) -> None:
+        await self.client.send_input(data)
+
+    async def wait_change(
+        self, predicate: Callable[[ActivityChanged], bool], *, wait: float = 60, since: int = 0
+    ) -> ActivityChanged:
+        """The first activity change from index ``since`` on that satisfies ``predicate``."""
+        try:
+            with anyio.fail_after(wait):
+                while True:
+                    for change in self.changes[since:]:
+                        if predicate(change):
+                            return change
+                    await anyio.sleep(0.05)
+        except TimeoutError:
+            raise AssertionError(
+                f"no such activity change; phases so far: {self.phases}; "
+                f"last: {self.changes[-1] if self.changes else None}"
+            ) from None
+
+    async def wait_phase(self, phase: str, *, wait: float = 60, since: int = 0) -> ActivityChanged:
+        return await self.wait_change(
+            lambda c: c.activity.phase is ActivityPhase(phase), wait=wait, since=since
+        )
+
+    async def wait_interaction(self, *, wait: float = 60, since: int = 0) -> Interaction:
+        change = await self.wait_change(
+            lambda c: c.pending_interaction is not None, wait=wait, since=since
+        )
+        assert change.pending_interaction is not None
+        return change.pending_interaction
+
+    def mark(self) -> int:
+        """An index to pass as ``since`` so later waits only see later changes."""
+        return len(self.changes)
+
+
+@asynccontextmanager
+async def agent_session(
+    agent: str, tmp_path: Path, model: FakeModelServer, *, cols: int = 120, rows: int = 40
+) -> AsyncIterator[AgentRun]:
+    """Start ptyvisor's server, spawn ``agent`` through it, attach and watch it."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    env, extra_argv = offline_env(agent, home, project, model.base_url)
+    env["PATH"] = f"{agent_bin_dir()}{os.pathsep}{env['PATH']}"
+    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+    async with anyio.create_task_group() as tg:
+        await tg.start(run_server, config)
+        async with Client.connect(config.url, TOKEN) as client:
+            summary = await client.spawn(
+                extra_argv, agent=agent, cwd=str(project), env=env, cols=cols, rows=rows
+            )
+            await client.attach(summary.id, answers_queries=False)
+            run = AgentRun(client, summary.id, model, project)
+            run.changes.extend([ActivityChanged(session=summary.id, activity=summary.activity)])
+
+            async def collect() -> None:
+                async for event in client.events():
+                    if isinstance(event, ActivityChanged):
+                        run.changes.append(event)
+
+            tg.start_soon(collect)
+            try:
+                yield run
+            finally:
+                await client.close(summary.id)
+        tg.cancel_scope.cancel()
+
+
+def _shows(expected: Screen, screen: str) -> bool:
+    if isinstance(expected, str):
+        return expected in screen
+    if isinstance(expected, re.Pattern):
+        return expected.search(screen) is not None
+    return expected(screen)
