@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import anyio
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
@@ -119,10 +118,10 @@ async def test_resize_reaches_program_and_snapshot(client: Client) -> None:
 
 async def test_signal_and_input_message(client: Client) -> None:
     session = await client.spawn(
-        ["sh", "-c", "trap 'echo got-usr1' USR1; while :; do sleep 0.05; done"]
+        ["sh", "-c", "trap 'echo got-usr1' USR1; echo trap-set; while :; do sleep 0.05; done"]
     )
     await client.attach(session.id, since=0)
-    await anyio.sleep(0.2)  # let the shell install its trap before the signal
+    await output_until(client, b"trap-set")  # the trap is installed before the signal
     await client.signal(session.id, "USR1")
     await output_until(client, b"got-usr1")
     await client.kill(session.id)
