@@ -309,6 +309,8 @@ async def test_hook_interaction_reaches_clients_through_the_server(
     assert change.pending_interaction.rows[0].value == "make deploy"
     listed = {s.id: s for s in await client.list()}
     assert listed[session.id].pending_interaction == change.pending_interaction
+    snapshot = await client.snapshot(session.id)
+    assert snapshot.session.pending_interaction == change.pending_interaction
     await client.send_input(b"\r")
     events = await until(
         client, lambda e: isinstance(e, ActivityChanged) and e.pending_interaction is None
