@@ -457,7 +457,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
         oc("session.created", sessionID=MAIN, info=session_info(MAIN)),
         oc("session.updated", sessionID=MAIN, info=session_info(MAIN)),
         status(MAIN, "busy"),
-        status(MAIN, "busy"),  # every step says busy again: reported once
+        status(MAIN, "busy"),  # every step says busy again: sent again (see the plugin)
         # A subagent: its session and status never touch the main turn.
         oc("session.created", sessionID=CHILD, info=session_info(CHILD, MAIN)),
         status(CHILD, "busy"),
@@ -488,6 +488,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
         ("activity", "waiting", ""),  # loaded: OpenCode is up and idle
         ("activity", "waiting", ""),  # the new main session
         ("activity", "working", ""),
+        ("activity", "working", ""),
         ("interaction", "approval", "per_1"),
         ("cleared", "per_1", "answered"),
         ("activity", "working", "Rate limited"),
@@ -502,7 +503,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     assert "native_session_id" not in activities[0]
     assert {f["native_session_id"] for f in activities[1:]} == {MAIN}
 
-    approval = frames[3]["interaction"]
+    approval = frames[4]["interaction"]
     assert approval == {
         "id": "per_1",
         "kind": "approval",
@@ -516,7 +517,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
         "created_at": approval["created_at"],
     }
     assert approval["rows"][0]["value"] == "GITHUB_TOKEN=*** git push origin main"
-    question = frames[6]["interaction"]
+    question = frames[7]["interaction"]
     assert question["kind"] == "question" and question["accepts_free_form"] is True
     assert question["questions"] == [
         {
@@ -564,6 +565,7 @@ def test_opencode_plugin_turn_outcomes(pty_pair: Pty) -> None:
         ("activity", "working", ""),
         ("activity", "waiting", "interrupted"),
         ("activity", "working", ""),
+        ("activity", "working", ""),  # compaction carries on: busy again
         ("activity", "waiting", ""),
         ("activity", "working", ""),
         ("activity", "failed", "prompt is too long"),

@@ -65,7 +65,9 @@ export default async function PtyvisorPlugin() {
   const turnEnds = new Map();
   // Pending interaction id -> the main session whose turn it belongs to.
   const pending = new Map();
-  // Last activity published, to skip repeats (OpenCode sets "busy" on every step).
+  // Last activity published, to skip repeats. "working" is always sent again:
+  // OpenCode says "busy" on every step, and ptyvisor may have ended the turn
+  // meanwhile on its own (an Esc it saw typed), so a repeat is news to it.
   let last = "";
 
   const rootOf = (sessionId) => {
@@ -79,7 +81,7 @@ export default async function PtyvisorPlugin() {
     if (isText(reason)) payload.reason = text(reason);
     if (isText(sessionId)) payload.native_session_id = clip(sessionId, MAX_ID);
     const key = JSON.stringify([phase, payload.reason, payload.native_session_id]);
-    if (key === last) return;
+    if (key === last && phase !== "working") return;
     last = key;
     writeFrame(payload);
   };

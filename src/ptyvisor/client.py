@@ -183,9 +183,10 @@ class Client:
             self._events_in.send_nowait(event)
 
     async def events(self) -> AsyncIterator[Event]:
-        """Output and unsolicited messages, in arrival order."""
-        async for event in self._events_out:
-            yield event
+        """Output and unsolicited messages, in arrival order; ends when the client closes."""
+        with contextlib.suppress(anyio.ClosedResourceError):
+            async for event in self._events_out:
+                yield event
 
     async def next_event(self, wait: float = 10) -> Event:
         with anyio.fail_after(wait):

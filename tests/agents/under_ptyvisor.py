@@ -9,6 +9,7 @@ activity watched by a real WebSocket client, its screen read from snapshots.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import AsyncIterator, Callable
@@ -129,9 +130,10 @@ async def agent_session(
             run.changes.extend([ActivityChanged(session=summary.id, activity=summary.activity)])
 
             async def collect() -> None:
-                async for event in client.events():
-                    if isinstance(event, ActivityChanged):
-                        run.changes.append(event)
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.EndOfStream):
+                    async for event in client.events():
+                        if isinstance(event, ActivityChanged):
+                            run.changes.append(event)
 
             tg.start_soon(collect)
             try:
