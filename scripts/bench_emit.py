@@ -1,7 +1,9 @@
-"""How long ``ptyvisor emit`` takes, as an agent hook would run it.
+"""How long ``ptyvisor emit`` and the Claude Code hook take, as an agent runs them.
 
 Runs the installed console script N times writing a real frame to a real PTY
-slave, and N times outside a session (the no-op path), and prints percentiles.
+slave, N times outside a session (the no-op path), and the hook entry point
+(``python -m ptyvisor.hooks claude-code``) on a PreToolUse and a PermissionRequest
+payload, and prints percentiles beside a bare interpreter start.
 
     .venv/bin/python scripts/bench_emit.py [--runs 50]
 """
@@ -9,6 +11,7 @@ slave, and N times outside a session (the no-op path), and prints percentiles.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -21,13 +24,14 @@ from ptyvisor.frames import new_nonce
 EMIT = str(Path(sys.executable).parent / "ptyvisor")
 
 
-def timed(env: dict[str, str], runs: int) -> list[float]:
+def timed(
+    env: dict[str, str], runs: int, argv: list[str] | None = None, stdin: bytes = b""
+) -> list[float]:
+    command = argv or [EMIT, "emit", "activity", "working", "--agent", "bench"]
     samples = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(
-            [EMIT, "emit", "activity", "working", "--agent", "bench"], env=env, check=True
-        )
+        subprocess.run(command, env=env, input=stdin, check=True)
         samples.append(time.perf_counter() - start)
     return samples
 
@@ -64,6 +68,18 @@ def main() -> None:
     assert received > 0, "emit wrote no frames"
     report("emit inside a session", written)
     report("emit outside (no-op)", timed(base, runs))
+    hook = [sys.executable, "-m", "ptyvisor.hooks", "claude-code"]
+    pre_tool = {
+        "session_id": "bench",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "npm test", "description": "Run the tests"},
+    }
+    permission = {**pre_tool, "hook_event_name": "PermissionRequest"}
+    report("claude hook PreToolUse", timed(inside, runs, hook, json.dumps(pre_tool).encode()))
+    report(
+        "claude hook PermissionRequest", timed(inside, runs, hook, json.dumps(permission).encode())
+    )
     start = time.perf_counter()
     for _ in range(runs):
         subprocess.run([sys.executable, "-c", "pass"], check=True)
