@@ -118,8 +118,9 @@ def test_turn_end_clears_and_late_frames_never_resurrect() -> None:
     ask(t, 20, "req-1")
     assert activity(t, "waiting", 30)
     assert t.pending is None
-    # A straggling copy of the same request, even with a newer clock.
-    assert not ask(t, 40, "req-1")
+    # A straggling copy of the same request, stamped before the turn ended.
+    assert not ask(t, 25, "req-1")
+    assert not ask(t, 30, "req-1")
     assert t.pending is None
     assert phase(t) is ActivityPhase.WAITING
 
@@ -127,7 +128,7 @@ def test_turn_end_clears_and_late_frames_never_resurrect() -> None:
 def test_cleared_before_its_interaction_arrived() -> None:
     t = tracker()
     cleared(t, 10, "req-9")
-    assert not ask(t, 11, "req-9")
+    assert not ask(t, 10, "req-9"), "stamped no later than its answer: stale"
     assert t.pending is None
 
 
@@ -168,3 +169,12 @@ def test_interrupt_keystroke_ends_the_turn_and_answers_the_prompt() -> None:
     # Hook frames written before the keystroke arrive late and change nothing.
     assert not activity(t, "working", 25)
     assert not ask(t, 26, "req-2")
+
+
+def test_the_same_request_asked_again_later_is_shown_again() -> None:
+    # Digest ids make identical commands share an id: only *stale* frames are refused.
+    t = tracker()
+    ask(t, 20, "req-same")
+    cleared(t, 30, "req-same")
+    assert ask(t, 40, "req-same")
+    assert t.pending is not None and t.pending.id == "req-same"

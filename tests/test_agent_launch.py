@@ -35,6 +35,12 @@ def test_codex_overrides_are_valid_toml(tmp_path: Path) -> None:
         assert shlex.split(command) == [sys.executable, "-m", "ptyvisor.hooks", "codex"]
 
 
+def test_codex_flags_the_user_gave_are_not_repeated(tmp_path: Path) -> None:
+    started = launch("codex", ["--no-daemon", "-a", "on-request"], session_dir=tmp_path)
+    assert started.argv.count("--no-daemon") == 1, "codex refuses a flag given twice"
+    assert "--dangerously-bypass-hook-trust" in started.argv
+
+
 def test_opencode_gets_a_session_config_dir(tmp_path: Path) -> None:
     started = launch("opencode", [], session_dir=tmp_path)
     assert started.argv == ["opencode"]

@@ -127,6 +127,30 @@ def test_claude_ask_user_question_is_a_question() -> None:
     ]
 
 
+def test_answered_question_clears_although_claude_adds_the_answers() -> None:
+    asked = {"questions": [{"question": "Which?", "options": [{"label": "A"}]}]}
+    (frame,) = claude_code.map_event(
+        claude("PermissionRequest", tool_name="AskUserQuestion", tool_input=asked), 1
+    )
+    answered = {**asked, "answers": {"Which?": "A"}, "annotations": {}}
+    after = claude_code.map_event(
+        claude("PostToolUse", tool_name="AskUserQuestion", tool_input=answered), 2
+    )
+    assert after[0]["id"] == frame["interaction"]["id"]
+
+
+def test_stop_failure_carries_the_providers_details() -> None:
+    (frame,) = claude_code.map_event(
+        claude(
+            "StopFailure",
+            error="invalid_request",
+            error_details="400 bad key sk-ant-abcdefghij0123456789",
+        ),
+        1,
+    )
+    assert frame["reason"] == "invalid_request: 400 bad key sk-ant-***"
+
+
 def test_notification_is_weak_and_clear_session_end_ignored() -> None:
     weak = claude_code.map_event(claude("Notification", notification_type="permission_prompt"), 1)
     assert kinds(weak) == ["activity:needs_input"]
@@ -166,13 +190,12 @@ def test_codex_mapping() -> None:
         "turn_id": "t1",
         "hook_event_name": "PermissionRequest",
         "tool_name": "Bash",
-        "tool_use_id": "call_9",
         "tool_input": {"command": "rm -rf build", "description": "clean"},
     }
     (frame,) = codex.map_event(event, 3)
     report = FRAME_PAYLOAD.validate_python(frame)
     assert isinstance(report, InteractionReport)
-    assert report.interaction.id == "call_9"
+    ident = report.interaction.id
     assert [(r.label, r.value) for r in report.interaction.rows] == [
         ("Command", "rm -rf build"),
         ("Description", "clean"),
@@ -191,9 +214,19 @@ def test_codex_mapping() -> None:
     assert isinstance(report, InteractionReport)
     assert report.interaction.kind == "question"
     assert report.interaction.questions[0].id == "pick"
-    done = codex.map_event({**event, "hook_event_name": "PostToolUse"}, 5)
-    assert done[0]["id"] == "call_9"
+    # Codex 0.171: the PostToolUse has a tool_use_id and no description; same id.
+    post = {
+        **event,
+        "hook_event_name": "PostToolUse",
+        "tool_use_id": "call_9",
+        "tool_input": {"command": "rm -rf build"},
+    }
+    done = codex.map_event(post, 5)
+    assert done[0]["id"] == ident
     assert kinds(codex.map_event({"hook_event_name": "Interrupt"}, 6)) == ["activity:waiting"]
+    # 0.171 fires no PermissionRequest for request_user_input: its PreToolUse asks.
+    (pre,) = codex.map_event({**question, "hook_event_name": "PreToolUse"}, 7)
+    assert pre["type"] == "interaction" and pre["interaction"]["kind"] == "question"
 
 
 def test_codex_rollout_watcher_reports_failed_turns(tmp_path: Path) -> None:

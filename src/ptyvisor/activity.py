@@ -14,15 +14,17 @@ Rules (each one pinned by a test):
   values learned earlier. ``reason`` belongs to the report that carried it.
 - An ``interaction`` frame makes the session ``needs_input`` with that interaction
   pending. It is cleared by ``interaction_cleared`` (its id, or no id), by a turn
-  end (``waiting``, ``failed``, ``stopped``) and by the exit; an id once cleared
-  is never pending again, so a late frame cannot resurrect a stale question. A
+  end (``waiting``, ``failed``, ``stopped``) and by the exit; a frame for an id
+  cleared at or after its own time is stale and ignored, so a late frame cannot
+  resurrect a question — while the same request asked again later (identical
+  commands get identical digest ids) is shown again. A
   weaker ``needs_input`` report (Claude's Notification) keeps the richer pending
   interaction.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -116,7 +118,7 @@ class ActivityTracker:
         phase = ActivityPhase.STARTING if agent else ActivityPhase.UNAVAILABLE
         self._activity = Activity(phase=phase, since=now_ms, agent=agent)
         self._pending: Interaction | None = None
-        self._cleared: deque[str] = deque(maxlen=CLEARED_MEMORY)
+        self._cleared: OrderedDict[str, int] = OrderedDict()  # id -> when it was cleared
         self._last_at = 0
         self._final = False
 
@@ -163,7 +165,7 @@ class ActivityTracker:
 
     def _interaction(self, report: InteractionReport) -> bool:
         interaction = report.interaction
-        if interaction.id in self._cleared:
+        if report.at <= self._cleared.get(interaction.id, -1):
             return False
         changed = interaction != self._pending
         self._pending = interaction
@@ -177,11 +179,11 @@ class ActivityTracker:
     def _cleared_by(self, report: InteractionCleared) -> bool:
         pending = self._pending
         if report.id is not None and (pending is None or pending.id != report.id):
-            self._cleared.append(report.id)  # answered before its frame arrived
+            self._remember_cleared(report.id, report.at)  # answered before its frame arrived
             return False
         if pending is None:
             return False
-        self._clear()
+        self._clear(report.at)
         if self._activity.phase is ActivityPhase.NEEDS_INPUT:
             self._set_phase(ActivityPhase.WORKING, at=report.at, reason=None)
         return True
@@ -198,12 +200,18 @@ class ActivityTracker:
         self._clear()
         return self._set_phase(ActivityPhase.WAITING, at=at, reason="interrupted")
 
-    def _clear(self) -> bool:
+    def _clear(self, at: int | None = None) -> bool:
         if self._pending is None:
             return False
-        self._cleared.append(self._pending.id)
+        self._remember_cleared(self._pending.id, self._last_at if at is None else at)
         self._pending = None
         return True
+
+    def _remember_cleared(self, ident: str, at: int) -> None:
+        self._cleared[ident] = max(at, self._cleared.get(ident, at))
+        self._cleared.move_to_end(ident)
+        while len(self._cleared) > CLEARED_MEMORY:
+            self._cleared.popitem(last=False)
 
     def _set_phase(
         self,

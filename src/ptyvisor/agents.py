@@ -51,6 +51,7 @@ CODEX_EVENTS = (
     "Stop",
     "SessionEnd",
 )
+CODEX_FLAGS = ("--no-daemon", "--dangerously-bypass-hook-trust")
 HOOK_TIMEOUT_SECONDS = 10
 PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
 
@@ -100,15 +101,9 @@ def launch(agent: AgentName, args: Sequence[str], *, session_dir: Path) -> Launc
             settings = json.dumps(claude_settings(), separators=(",", ":"))
             return Launch(["claude", "--settings", settings, *args])
         case "codex":
-            return Launch(
-                [
-                    "codex",
-                    "--no-daemon",
-                    "--dangerously-bypass-hook-trust",
-                    *codex_overrides(),
-                    *args,
-                ]
-            )
+            # Codex refuses a flag given twice, so one the user passed is not repeated.
+            flags = [f for f in CODEX_FLAGS if f not in args]
+            return Launch(["codex", *flags, *codex_overrides(), *args])
         case "opencode":
             plugin_dir = session_dir / "opencode" / "plugin"
             plugin_dir.mkdir(parents=True, exist_ok=True)

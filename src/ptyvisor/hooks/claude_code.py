@@ -6,7 +6,9 @@ Rules learned the hard way (see shared anchors), each pinned by a test:
   the tracker keeps a richer pending interaction over it.
 - ``Stop`` is a turn end: it clears whatever is pending, stale or not.
 - ``PermissionRequest`` has no tool_use_id; its id is a digest of tool name and
-  input, which ``PostToolUse`` recomputes to clear exactly that request.
+  input, which ``PostToolUse`` recomputes to clear exactly that request. For
+  ``AskUserQuestion`` the PostToolUse input also carries the user's ``answers`` and
+  ``annotations`` (2.1.332), which are left out of the digest.
 - Esc fires no hook; ptyvisor infers the interrupt from the keystroke.
 """
 
@@ -27,6 +29,7 @@ from ptyvisor.hooks.normalise import (
 
 AGENT = "claude-code"
 ASK_TOOL = "AskUserQuestion"
+ASK_ANSWER_FIELDS = ("answers", "annotations")
 
 
 def activity(phase: str, at: int, event: Mapping[str, Any], reason: str | None = None) -> Payload:
@@ -60,7 +63,8 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
         case "PermissionRequest":
             return [interaction_frame(event, at)]
         case "PostToolUse" | "PostToolUseFailure":
-            ident = request_digest(str(event.get("tool_name", "")), event.get("tool_input"))
+            tool = str(event.get("tool_name", ""))
+            ident = request_digest(tool, _asked_input(tool, event.get("tool_input")))
             frames = [cleared(at, ident, "answered")]
             if not subagent:
                 frames.append(activity("working", at, event))
@@ -76,7 +80,14 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
             return [activity("waiting", at, event)]
         case "StopFailure":
             error = event.get("error") or "unknown"
-            detail = event.get("error_message") or event.get("message")
+            # 2.1.332 sends ``error_details`` (the provider's status and body) when it has
+            # them, else only its own ``last_assistant_message``; older builds: message.
+            detail = (
+                event.get("error_details")
+                or event.get("error_message")
+                or event.get("message")
+                or event.get("last_assistant_message")
+            )
             reason = f"{error}: {detail}" if detail else str(error)
             return [activity("failed", at, event, reason=reason)]
         case "SessionEnd":
@@ -85,6 +96,13 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
             return [activity("stopped", at, event, reason=str(event.get("reason") or ""))]
         case _:
             return []
+
+
+def _asked_input(tool: str, tool_input: object) -> object:
+    """The tool input as PermissionRequest saw it: without the answers added since."""
+    if tool == ASK_TOOL and isinstance(tool_input, Mapping):
+        return {k: v for k, v in tool_input.items() if k not in ASK_ANSWER_FIELDS}
+    return tool_input
 
 
 def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:

@@ -45,10 +45,13 @@ def cleared(at: int, ident: str | None, reason: str) -> Payload:
 
 
 def request_id(event: Mapping[str, Any]) -> str:
-    tool_use_id = event.get("tool_use_id")
-    if isinstance(tool_use_id, str) and tool_use_id:
-        return tool_use_id[:256]
-    return request_digest(str(event.get("tool_name", "")), event.get("tool_input"))
+    """The same id for a PermissionRequest and its PostToolUse. In 0.171 the request has
+    no ``tool_use_id`` and its input has a ``description`` the PostToolUse input lacks,
+    so the id is a digest of the turn, the tool and its command (or whole input)."""
+    tool_input = event.get("tool_input")
+    if isinstance(tool_input, Mapping) and "command" in tool_input:
+        tool_input = tool_input["command"]
+    return request_digest(str(event.get("tool_name", "")), [event.get("turn_id"), tool_input])
 
 
 def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
@@ -59,6 +62,8 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
         case "UserPromptSubmit":
             start_watcher(event)
             return [cleared(at, None, "prompt"), activity("working", at, event)]
+        case "PreToolUse" if event.get("tool_name") == QUESTION_TOOL:
+            return [interaction_frame(event, at)]  # 0.171 fires no PermissionRequest for it
         case "PreToolUse":
             return [activity("working", at, event)]
         case "PermissionRequest":

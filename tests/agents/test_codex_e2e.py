@@ -1,0 +1,145 @@
+"""Codex end to end under ptyvisor: the real TUI, our real hooks (``-c hooks.*``
+overrides), the real server, a real WebSocket client.
+
+The client sees Ready, a turn with an approval and a question answered by keystrokes in
+the terminal, a failed turn (the provider's 400, which Codex reports through no hook:
+the rollout watcher started by ``UserPromptSubmit`` reports it) and the exit. Keys and
+timings: see ``tests/agents/test_agents_offline.py``.
+"""
+
+# ruff: noqa: RUF001  (the TUI draws its prompt mark with a non-ASCII arrow)
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ptyvisor.interaction import Interaction
+from tests.agents.fake_model import FakeModelServer, Reply
+from tests.agents.under_ptyvisor import AgentRun, agent_session
+
+pytestmark = pytest.mark.anyio
+
+AGENT = "codex"
+ENTER = "\r"
+DOWN = "\x1b[B"
+CTRL_C = "\x03"
+SECRET = "sk-ant-api03-e2eSecretValue0123456789abcdefghijklmnop"
+COMMAND = f"echo tool-ran {SECRET} > out.txt && cat out.txt"
+SHOWN_COMMAND = "echo tool-ran sk-ant-*** > out.txt && cat out.txt"
+QUESTION = "Which colour?"
+OPTIONS = ["Red", "Blue", "Green"]
+KEY_SETTLE = 0.3
+
+
+def ready(screen: str) -> bool:
+    return "›" in screen and "? for shortcuts" in screen
+
+
+async def submit(run: AgentRun, text: str) -> None:
+    """Type ``text``, wait until the composer shows it, then Enter on its own."""
+    await run.type(text)
+    await run.wait_screen(text, wait=10)
+    await run.type(ENTER)
+
+
+def row(interaction: Interaction, label: str) -> tuple[str, bool]:
+    found = next(r for r in interaction.rows if r.label == label)
+    return found.value, found.monospace
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_codex_session_end_to_end(tmp_path: Path) -> None:
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        # Codex 0.171 starts its thread lazily: SessionStart (-> waiting) fires with the
+        # first prompt, just before UserPromptSubmit, not when the TUI is up.
+        await run.wait_screen(ready, wait=30)
+
+        # A turn: a shell command to approve, a question to answer, then a text answer.
+        model.script(
+            Reply.shell(AGENT, COMMAND, description="Write the marker file"),
+            Reply.ask(AGENT, QUESTION, OPTIONS),
+            Reply.text("All done DONE-1"),
+        )
+        mark = run.mark()
+        await submit(run, "Write the marker file")
+        await run.wait_phase("working", since=mark)
+        call = await model.wait_for_request(lambda r: r.outcome == "scripted")
+
+        approval = await run.wait_interaction(since=mark)
+        assert approval.kind == "approval"
+        assert row(approval, "Command") == (SHOWN_COMMAND, True)
+        assert SECRET not in approval.model_dump_json()
+        assert run.changes[-1].activity.phase.value == "needs_input"
+        await run.wait_screen("Would you like to run the following command?", wait=10)
+        assert not (run.project / "out.txt").exists(), "ran before it was approved"
+        await anyio.sleep(KEY_SETTLE)
+        mark = run.mark()
+        await run.type("y")
+        await run.wait_change(
+            lambda c: c.activity.phase.value == "working" and c.pending_interaction is None,
+            since=mark,
+        )
+        assert call.call_id is not None
+        call_id = call.call_id
+        asked = await model.wait_for_request(
+            lambda r: r.outcome == "scripted" and r.tool_result(call_id) is not None
+        )
+        result = asked.tool_result(call_id)
+        assert result is not None and "tool-ran" in result.output, result
+
+        question = await run.wait_interaction(since=mark)
+        assert question.kind == "question"
+        assert [q.question for q in question.questions] == [QUESTION]
+        assert [o.label for o in question.questions[0].options] == OPTIONS
+        await run.wait_screen("Question 1/1", wait=10)
+        await anyio.sleep(KEY_SETTLE)
+        mark = run.mark()
+        await run.type(DOWN)
+        await run.type(ENTER)
+        await run.wait_change(
+            lambda c: c.activity.phase.value == "working" and c.pending_interaction is None,
+            since=mark,
+        )
+        assert asked.call_id is not None
+        ask_id = asked.call_id
+        answered = await model.wait_for_request(
+            lambda r: r.outcome == "scripted" and r.tool_result(ask_id) is not None
+        )
+        chosen = answered.tool_result(ask_id)
+        assert chosen is not None and '"answers":["Blue"]' in chosen.output.replace(" ", ""), chosen
+        await run.wait_phase("waiting", since=mark)
+        await run.wait_screen("DONE-1", wait=10)
+
+        # A turn the provider fails at once (400: no retry).
+        model.script(Reply.error(400, "fake model: prompt rejected E2E-400"))
+        mark = run.mark()
+        await submit(run, "This one fails")
+        failed = await run.wait_phase("failed", since=mark)
+        assert failed.activity.reason is not None
+        assert "E2E-400" in failed.activity.reason, failed.activity.reason
+        await run.wait_screen(ready, wait=10)
+
+        # Quit: one Ctrl-C on an empty composer.
+        await anyio.sleep(KEY_SETTLE)
+        await run.type(CTRL_C)
+        await run.wait_phase("stopped", wait=15)
+
+        assert run.phases == [
+            "starting",
+            "waiting",
+            "working",
+            "needs_input",
+            "working",
+            "needs_input",
+            "working",
+            "waiting",
+            "working",
+            "failed",
+            "stopped",
+        ]
+        assert (await run.client.stats(run.session_id)).frames_rejected == {}
+    assert model.pending == 0
+    model.assert_no_unexpected()
+    assert (run.project / "out.txt").read_text().split()[0] == "tool-ran"
