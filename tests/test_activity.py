@@ -178,3 +178,12 @@ def test_the_same_request_asked_again_later_is_shown_again() -> None:
     cleared(t, 30, "req-same")
     assert ask(t, 40, "req-same")
     assert t.pending is not None and t.pending.id == "req-same"
+
+
+def test_started_up_only_leaves_starting() -> None:
+    t = ActivityTracker(now_ms=5, agent="codex")
+    assert t.started_up(10)
+    assert phase(t) is ActivityPhase.WAITING
+    activity(t, "working", 20)
+    assert not t.started_up(30), "only ever the first step"
+    assert phase(t) is ActivityPhase.WORKING

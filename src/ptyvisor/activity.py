@@ -188,6 +188,14 @@ class ActivityTracker:
             self._set_phase(ActivityPhase.WORKING, at=report.at, reason=None)
         return True
 
+    def started_up(self, at: int) -> bool:
+        """The agent's TUI is up and its extension cannot say so (Codex reports nothing
+        before the first prompt): ``starting`` becomes ``waiting``, nothing else."""
+        if self._final or self._activity.phase is not ActivityPhase.STARTING:
+            return False
+        self._last_at = max(self._last_at, at)
+        return self._set_phase(ActivityPhase.WAITING, at=at, reason=None)
+
     def interrupted(self, at: int) -> bool:
         """The user pressed Esc / Ctrl-C during a turn: no agent reports that, so the
         keystroke itself ends the turn (and answers any pending prompt)."""

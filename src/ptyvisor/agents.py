@@ -56,6 +56,16 @@ HOOK_TIMEOUT_SECONDS = 10
 PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
 
 
+REPORTS_STARTUP: dict[str, bool] = {
+    "claude-code": True,  # SessionStart when the TUI comes up
+    "codex": False,  # 0.171 starts its thread (and SessionStart) with the first prompt
+    "opencode": True,  # the plugin loads with the TUI
+    "pi": True,  # session_start
+}
+"""Whether the agent's extension reports Ready by itself. For one that does not,
+ptyvisor calls the session Ready once its start-up output has gone quiet."""
+
+
 @dataclass(frozen=True)
 class Launch:
     argv: list[str]

@@ -27,7 +27,8 @@ from typing import Protocol
 import anyio
 from pydantic import ValidationError
 
-from ptyvisor.activity import FRAME_PAYLOAD, ActivityTracker
+from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
+from ptyvisor.agents import REPORTS_STARTUP
 from ptyvisor.child import Child
 from ptyvisor.frames import Rejected, RejectReason, decode_frame, new_nonce
 from ptyvisor.outbox import Outbox
@@ -58,6 +59,8 @@ INPUT_LIMIT = 1024 * 1024
 EXIT_DRAIN_SECONDS = 0.5
 """How long, after the child exits, to wait for the output it left in the PTY."""
 KILL_GRACE_SECONDS = 2.0
+STARTUP_QUIET_SECONDS = 1.0
+"""An agent that cannot report Ready is called Ready after this much start-up quiet."""
 
 
 def now_ms() -> int:
@@ -153,6 +156,8 @@ class Session:
                 tg.start_soon(self._watch_exit)
                 tg.start_soon(self.renderer.run)
                 tg.start_soon(self._write_loop)
+                if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
+                    tg.start_soon(self._ready_when_quiet)
         with anyio.CancelScope(shield=True):
             await self.terminate()
             self.child.close_fd()
@@ -273,6 +278,17 @@ class Session:
         if first:
             # Once per reason; never the frame itself (it may carry the nonce).
             log.warning("session %s: rejected activity frame: %s", self.id, reason)
+
+    async def _ready_when_quiet(self) -> None:
+        """For an agent that cannot report Ready: its start-up output has gone quiet,
+        so it is waiting for the user (at its prompt, or at a dialog of its own)."""
+        while self.tracker.activity.phase is ActivityPhase.STARTING:
+            quiet = time.monotonic() - self._last_read
+            if self.log.end_seq > 0 and quiet >= STARTUP_QUIET_SECONDS:
+                if self.tracker.started_up(now_ms()):
+                    self._activity_changed()
+                return
+            await anyio.sleep(0.1)
 
     # ------------------------------------------------------------------ exit
 

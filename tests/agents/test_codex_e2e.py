@@ -52,9 +52,11 @@ def row(interaction: Interaction, label: str) -> tuple[str, bool]:
 @pytest.mark.timeout(90, func_only=True)
 async def test_codex_session_end_to_end(tmp_path: Path) -> None:
     async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
-        # Codex 0.171 starts its thread lazily: SessionStart (-> waiting) fires with the
-        # first prompt, just before UserPromptSubmit, not when the TUI is up.
+        # Codex 0.171 starts its thread lazily: SessionStart fires with the first
+        # prompt, not when the TUI is up; ptyvisor calls it Ready once start-up
+        # output goes quiet (agents.REPORTS_STARTUP).
         await run.wait_screen(ready, wait=30)
+        await run.wait_phase("waiting", wait=15)
 
         # A turn: a shell command to approve, a question to answer, then a text answer.
         model.script(
