@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.agents.fake_model import FakeModelServer
+from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
@@ -69,3 +69,25 @@ async def test_users_own_extension_still_runs(agent: str, tmp_path: Path) -> Non
                 await anyio.sleep(0.1)
         model.assert_no_unexpected()
     assert {path: path.read_bytes() for path in user_files} == before
+
+
+async def test_users_own_codex_hooks_still_run(tmp_path: Path) -> None:
+    marker = tmp_path / "user-hook-ran"
+    hooks = tmp_path / "home" / ".codex" / "hooks.json"
+    hooks.parent.mkdir(parents=True, exist_ok=True)
+    user_hook = {"type": "command", "command": f"touch {marker}"}
+    hooks.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [user_hook]}]}}))
+    before = hooks.read_bytes()
+    async with FakeModelServer() as model, agent_session("codex", tmp_path, model) as run:
+        model.script(Reply.text("hello back"))
+        await run.wait_phase("waiting", wait=60)
+        await run.type("hello")
+        await run.wait_screen("hello", wait=15)
+        await run.type("\r")
+        await run.wait_phase("working", wait=30)  # ours reported the prompt, and theirs ran:
+        with anyio.fail_after(30):
+            while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
+                await anyio.sleep(0.1)
+        await run.wait_screen("hello back", wait=30)
+        model.assert_no_unexpected()
+    assert hooks.read_bytes() == before
