@@ -15,9 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ptyvisor.interaction import Interaction
 from tests.agents.fake_model import FakeModelServer, Reply
-from tests.agents.under_ptyvisor import AgentRun, agent_session
+from tests.agents.under_ptyvisor import FULL_TURN_PHASES, agent_session, row
 
 pytestmark = pytest.mark.anyio
 
@@ -37,18 +36,6 @@ def ready(screen: str) -> bool:
     return "›" in screen and "? for shortcuts" in screen
 
 
-async def submit(run: AgentRun, text: str) -> None:
-    """Type ``text``, wait until the composer shows it, then Enter on its own."""
-    await run.type(text)
-    await run.wait_screen(text, wait=10)
-    await run.type(ENTER)
-
-
-def row(interaction: Interaction, label: str) -> tuple[str, bool]:
-    found = next(r for r in interaction.rows if r.label == label)
-    return found.value, found.monospace
-
-
 @pytest.mark.timeout(90, func_only=True)
 async def test_codex_session_end_to_end(tmp_path: Path) -> None:
     async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
@@ -65,7 +52,7 @@ async def test_codex_session_end_to_end(tmp_path: Path) -> None:
             Reply.text("All done DONE-1"),
         )
         mark = run.mark()
-        await submit(run, "Write the marker file")
+        await run.submit("Write the marker file")
         await run.wait_phase("working", since=mark)
         call = await model.wait_for_request(lambda r: r.outcome == "scripted")
 
@@ -117,7 +104,7 @@ async def test_codex_session_end_to_end(tmp_path: Path) -> None:
         # A turn the provider fails at once (400: no retry).
         model.script(Reply.error(400, "fake model: prompt rejected E2E-400"))
         mark = run.mark()
-        await submit(run, "This one fails")
+        await run.submit("This one fails")
         failed = await run.wait_phase("failed", since=mark)
         assert failed.activity.reason is not None
         assert "E2E-400" in failed.activity.reason, failed.activity.reason
@@ -128,20 +115,7 @@ async def test_codex_session_end_to_end(tmp_path: Path) -> None:
         await run.type(CTRL_C)
         await run.wait_phase("stopped", wait=15)
 
-        assert run.phases == [
-            "starting",
-            "waiting",
-            "working",
-            "needs_input",
-            "working",
-            "needs_input",
-            "working",
-            "waiting",
-            "working",
-            "failed",
-            "stopped",
-        ]
-        assert (await run.client.stats(run.session_id)).frames_rejected == {}
+        assert run.phases == FULL_TURN_PHASES
+        await run.assert_clean()
     assert model.pending == 0
-    model.assert_no_unexpected()
     assert (run.project / "out.txt").read_text().split()[0] == "tool-ran"

@@ -39,13 +39,6 @@ DIALOG_SETTLE = 0.3
 arriving in the same instant can be lost (the offline smoke test learned the same)."""
 
 
-async def submit(run: AgentRun, text: str) -> None:
-    """Type ``text``, wait until the prompt box shows it, then Enter on its own."""
-    await run.type(text)
-    await run.wait_screen(text, wait=15)
-    await run.type(ENTER)
-
-
 async def request(model: FakeModelServer, run: AgentRun, since: int, what: str) -> Request:
     try:
         return await model.wait_for_request(lambda r: r.outcome == "scripted" and r.index >= since)
@@ -70,7 +63,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
             Reply.text("All done DONE-OPENCODE"),
         )
         mark, since = run.mark(), len(model.requests)
-        await submit(run, "Write the marker file")
+        await run.submit("Write the marker file")
         await run.wait_phase("working", since=mark)
         call = await request(model, run, since, "the shell call")
         approval = await run.wait_interaction(since=mark, wait=30)
@@ -130,7 +123,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         # 4. Esc during a working turn (a long approved command): the turn ends.
         model.script(Reply.shell("opencode", SLOW_COMMAND, description="Wait a while"))
         mark, since = run.mark(), len(model.requests)
-        await submit(run, "Wait for a while")
+        await run.submit("Wait for a while")
         await run.wait_interaction(since=mark, wait=30)
         await run.wait_screen("Allow once", wait=15)
         await anyio.sleep(DIALOG_SETTLE)
@@ -154,7 +147,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         # 5. An error reply fails the turn with the provider's reason.
         model.script(Reply.error(400, ERROR))
         mark, since = run.mark(), len(model.requests)
-        await submit(run, "This one fails")
+        await run.submit("This one fails")
         await run.wait_phase("working", since=mark)
         failed = await run.wait_phase("failed", since=mark, wait=30)
         assert failed.activity.reason is not None and ERROR in failed.activity.reason

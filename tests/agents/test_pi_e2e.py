@@ -36,13 +36,6 @@ def ready(screen: str) -> bool:
     return "pi v0.73.1" in screen and "fake-model" in screen
 
 
-async def submit(run: AgentRun, text: str) -> None:
-    """Type ``text``, wait until the editor shows it, then Enter on its own."""
-    await run.type(text)
-    await run.wait_screen(text, wait=15)
-    await run.type(ENTER)
-
-
 async def request(
     model: FakeModelServer, run: AgentRun, since: int, what: str, *, wait: float = 30
 ) -> Request:
@@ -63,7 +56,7 @@ async def test_pi_under_ptyvisor(tmp_path: Path) -> None:
         # 1. A prompt; the model runs a shell command (no approval in Pi), then answers.
         model.script(Reply.shell("pi", COMMAND), Reply.text("All done DONE-PI"))
         mark, since = run.mark(), len(model.requests)
-        await submit(run, "Write the marker file")
+        await run.submit("Write the marker file")
         await run.wait_phase("working", since=mark)
         call = await request(model, run, since, "the shell call")
         assert call.call_id is not None
@@ -79,7 +72,7 @@ async def test_pi_under_ptyvisor(tmp_path: Path) -> None:
         # 2. A turn whose request fails every time: failed once Pi stops retrying.
         model.script(Reply.error(503, ERROR, times=ATTEMPTS))
         mark, since = run.mark(), len(model.requests)
-        await submit(run, "This one fails")
+        await run.submit("This one fails")
         await run.wait_phase("working", since=mark)
         last = since
         for n in range(ATTEMPTS):

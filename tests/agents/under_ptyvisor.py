@@ -75,6 +75,19 @@ class AgentRun:
     async def type(self, data: str | bytes) -> None:
         await self.client.send_input(data)
 
+    async def submit(self, text: str) -> None:
+        """Type ``text``, wait until the prompt shows it, then Enter on its own: a
+        prompt and its Enter in one write would look like a paste to some TUIs."""
+        await self.type(text)
+        await self.wait_screen(text, wait=15)
+        await self.type("\r")
+
+    async def assert_clean(self) -> None:
+        """Every frame the extension wrote was accepted, and the model saw nothing
+        it was not scripted for."""
+        assert (await self.client.stats(self.session_id)).frames_rejected == {}
+        self.model.assert_no_unexpected()
+
     async def wait_change(
         self, predicate: Callable[[ActivityChanged], bool], *, wait: float = 60, since: int = 0
     ) -> ActivityChanged:
@@ -107,6 +120,28 @@ class AgentRun:
     def mark(self) -> int:
         """An index to pass as ``since`` so later waits only see later changes."""
         return len(self.changes)
+
+
+FULL_TURN_PHASES = [
+    "starting",
+    "waiting",
+    "working",
+    "needs_input",
+    "working",
+    "needs_input",
+    "working",
+    "waiting",
+    "working",
+    "failed",
+    "stopped",
+]
+"""Ready, a turn with an approval and a question, Ready, a failing turn, exit."""
+
+
+def row(interaction: Interaction, label: str) -> tuple[str, bool]:
+    """An approval row's value and whether it is monospace."""
+    found = next(r for r in interaction.rows if r.label == label)
+    return found.value, found.monospace
 
 
 @asynccontextmanager

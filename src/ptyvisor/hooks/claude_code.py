@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ptyvisor.hooks import normalise
 from ptyvisor.hooks.normalise import (
     Payload,
+    cleared,
     questions,
     request_digest,
     row,
@@ -33,20 +35,7 @@ ASK_ANSWER_FIELDS = ("answers", "annotations")
 
 
 def activity(phase: str, at: int, event: Mapping[str, Any], reason: str | None = None) -> Payload:
-    payload: Payload = {"type": "activity", "phase": phase, "at": at, "agent": AGENT}
-    native = event.get("session_id")
-    if isinstance(native, str) and native:
-        payload["native_session_id"] = native[:256]
-    if reason:
-        payload["reason"] = text(reason)
-    return payload
-
-
-def cleared(at: int, ident: str | None, reason: str) -> Payload:
-    payload: Payload = {"type": "interaction_cleared", "at": at, "reason": reason}
-    if ident:
-        payload["id"] = ident
-    return payload
+    return normalise.activity(AGENT, phase, at, event, reason)
 
 
 def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:

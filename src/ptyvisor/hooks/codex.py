@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ptyvisor.hooks.normalise import Payload, questions, request_digest, row, rows, text
+from ptyvisor.hooks import normalise
+from ptyvisor.hooks.normalise import Payload, cleared, questions, request_digest, row, rows, text
 
 AGENT = "codex"
 QUESTION_TOOL = "request_user_input"
@@ -28,20 +29,7 @@ POLL_SECONDS = 0.25
 
 
 def activity(phase: str, at: int, event: Mapping[str, Any], reason: str | None = None) -> Payload:
-    payload: Payload = {"type": "activity", "phase": phase, "at": at, "agent": AGENT}
-    native = event.get("session_id")
-    if isinstance(native, str) and native:
-        payload["native_session_id"] = native[:256]
-    if reason:
-        payload["reason"] = text(reason)
-    return payload
-
-
-def cleared(at: int, ident: str | None, reason: str) -> Payload:
-    payload: Payload = {"type": "interaction_cleared", "at": at, "reason": reason}
-    if ident:
-        payload["id"] = ident
-    return payload
+    return normalise.activity(AGENT, phase, at, event, reason)
 
 
 def request_id(event: Mapping[str, Any]) -> str:

@@ -31,6 +31,27 @@ def text(value: object, limit: int = MAX_TEXT) -> str:
     return masked if len(masked) <= limit else masked[: limit - 1] + "…"
 
 
+def activity(
+    agent: str, phase: str, at: int, event: Mapping[str, Any], reason: str | None = None
+) -> Payload:
+    """An activity frame payload; the agent's own session id rides along for resume."""
+    payload: Payload = {"type": "activity", "phase": phase, "at": at, "agent": agent}
+    native = event.get("session_id")
+    if isinstance(native, str) and native:
+        payload["native_session_id"] = native[:256]
+    if reason:
+        payload["reason"] = text(reason)
+    return payload
+
+
+def cleared(at: int, ident: str | None, reason: str) -> Payload:
+    """An interaction_cleared payload; no id means whatever is pending."""
+    payload: Payload = {"type": "interaction_cleared", "at": at, "reason": reason}
+    if ident:
+        payload["id"] = ident
+    return payload
+
+
 def request_digest(tool: str, tool_input: object) -> str:
     """A stable id for a request without one: tool name + canonical input, hashed so
     the input itself is not kept."""
