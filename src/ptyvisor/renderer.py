@@ -52,8 +52,10 @@ class Renderer:
     ) -> None:
         self._log = log
         self._terminal = HeadlessTerminal(cols, rows, scrollback=scrollback, on_reply=on_reply)
-        # Skipped bytes must still be in the log (their mode changes are applied).
-        self._lag_limit = max(min(lag_limit, log.capacity - 2 * SKIP_STEP), BATCH_BYTES)
+        # Skipped bytes must still be in the log when they are skipped (their mode
+        # changes are kept), so both bounds shrink with a small log.
+        self._skip_step = min(SKIP_STEP, max(log.capacity // 4, 1))
+        self._lag_limit = max(min(lag_limit, log.capacity - 2 * self._skip_step), 1)
         self._reader_busy = reader_busy
         self._lock = anyio.Lock()
         self._wake = anyio.Event()
@@ -69,7 +71,7 @@ class Renderer:
     def output_added(self) -> None:
         """Called by the reader after each append; O(1) unless the lag bound is hit."""
         self._wake.set()
-        if self.lag > self._lag_limit + SKIP_STEP and not self._lock.locked():
+        if self.lag > self._lag_limit + self._skip_step and not self._lock.locked():
             self._skip_to(self._log.end_seq - self._lag_limit)
 
     def _skip_to(self, seq: int) -> None:
@@ -79,7 +81,7 @@ class Renderer:
             for span in self._log.spans(start, seq):
                 self._unscanned.append(span)
                 self._unscanned_bytes += span[2] - span[1]
-            while self._unscanned_bytes >= MODE_SCAN_LIMIT + SKIP_STEP:
+            while self._unscanned_bytes >= MODE_SCAN_LIMIT + self._skip_step:
                 # A long flood: scan the oldest now, rather than keep it or lose its
                 # modes. '?' is rare in output and every private mode has one, so
                 # bytes.find (memchr speed) spares the regex almost every chunk;
