@@ -330,7 +330,10 @@ async def test_hook_interaction_reaches_clients_through_the_server(
     (tmp_path / "done.json").write_text(json.dumps(done))
     hook = f"{sys.executable} -m ptyvisor.hooks claude-code"
     # Like Claude's hooks: no controlling terminal (setsid), frames go to PTYVISOR_TTY.
-    script = f"setsid {hook} < ask.json; read x; setsid {hook} < done.json; read y"
+    # Without the control socket the request hook frames and exits rather than holding
+    # for a client's answer (that is test_control's subject).
+    ask_hook = f"env -u PTYVISOR_CONTROL {hook}"
+    script = f"setsid {ask_hook} < ask.json; read x; setsid {hook} < done.json; read y"
     session = await client.spawn(["sh", "-c", script], cwd=str(tmp_path))
     await client.attach(session.id, since=0)
     events = await until(client, lambda e: isinstance(e, ActivityChanged))

@@ -53,6 +53,8 @@ CODEX_EVENTS = (
 )
 CODEX_FLAGS = ("--no-daemon", "--dangerously-bypass-hook-trust")
 HOOK_TIMEOUT_SECONDS = 10
+DECISION_TIMEOUT_SECONDS = 24 * 60 * 60
+"""Claude's PermissionRequest hook holds until a client answers: the user may be away."""
 PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
 
 
@@ -86,12 +88,17 @@ def hook_command(agent: str) -> str:
 
 
 def claude_settings() -> dict[str, object]:
-    entry = {
-        "type": "command",
-        "command": hook_command("claude-code"),
-        "timeout": HOOK_TIMEOUT_SECONDS,
+    def entry(event: str) -> dict[str, object]:
+        timeout = DECISION_TIMEOUT_SECONDS if event == "PermissionRequest" else None
+        return {
+            "type": "command",
+            "command": hook_command("claude-code"),
+            "timeout": timeout or HOOK_TIMEOUT_SECONDS,
+        }
+
+    return {
+        "hooks": {event: [{"matcher": "*", "hooks": [entry(event)]}] for event in CLAUDE_EVENTS}
     }
-    return {"hooks": {event: [{"matcher": "*", "hooks": [entry]}] for event in CLAUDE_EVENTS}}
 
 
 def codex_overrides() -> list[str]:

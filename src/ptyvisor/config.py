@@ -77,3 +77,5 @@ class ServerConfig:
     client_buffer: int = DEFAULT_CLIENT_BUFFER
     url: str = ""
     """How children reach the server (``PTYVISOR_URL``); set once the port is bound."""
+    control_path: str = ""
+    """The control socket (``PTYVISOR_CONTROL``); set once it is listening."""

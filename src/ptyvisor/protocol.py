@@ -211,6 +211,26 @@ class GetStats(_Request):
     session: SessionId
 
 
+class Answer(_Request):
+    """Answer a pending interaction whose agent hook is waiting on the control socket.
+
+    An approval needs ``behavior`` (``suggestion``: index of a permission suggestion
+    to apply with an allow; ``message``: the reason given with a deny, at most 4000
+    characters). A question is answered with ``answers``: per question id, a list of
+    option labels or a free text (at most 4000 characters), or declined with
+    ``behavior: "deny"``. Errors: ``gone`` when nothing with that id is waiting,
+    ``bad_request`` when the answer does not fit the interaction.
+    """
+
+    type: Literal["answer"]
+    session: SessionId
+    interaction: Annotated[str, Field(min_length=1, max_length=256)]
+    behavior: Literal["allow", "deny"] | None = None
+    message: str | None = None
+    suggestion: int | None = None
+    answers: dict[str, list[str] | str] | None = None
+
+
 ClientMessage = Annotated[
     ListSessions
     | WatchSessions
@@ -224,7 +244,8 @@ ClientMessage = Annotated[
     | Kill
     | Close
     | RequestSnapshot
-    | GetStats,
+    | GetStats
+    | Answer,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
@@ -331,6 +352,8 @@ ErrorCode = Literal[
     "not_attached",
     "session_exited",
     "spawn_failed",
+    "gone",
+    "bad_request",
     "internal",
 ]
 

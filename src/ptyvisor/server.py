@@ -26,11 +26,13 @@ from websockets.http11 import Request, Response
 from ptyvisor import __version__
 from ptyvisor.child import SIGNALS, SpawnError
 from ptyvisor.config import ServerConfig
+from ptyvisor.control import BadAnswer, ControlServer, Gone, control_path
 from ptyvisor.outbox import Outbox
 from ptyvisor.protocol import (
     CLIENT_MESSAGE,
     CLIENT_MESSAGE_TYPES,
     MAX_TEXT_MESSAGE,
+    Answer,
     Attach,
     ClientMessage,
     Close,
@@ -250,6 +252,26 @@ class Connection:
             case GetStats():
                 session = supervisor.get(request.session)
                 self._reply(Stats(req_id=request.req_id, session=session.id, stats=session.stats()))
+            case Answer():
+                supervisor.get(request.session)
+                try:
+                    await supervisor.requests.answer(
+                        request.session,
+                        request.interaction,
+                        behavior=request.behavior,
+                        message=request.message,
+                        suggestion=request.suggestion,
+                        answers=request.answers,
+                    )
+                except Gone:
+                    raise RequestError(
+                        "gone",
+                        f"interaction {request.interaction!r} is not waiting: already "
+                        "answered, timed out, or its session moved on",
+                    ) from None
+                except BadAnswer as error:
+                    raise RequestError("bad_request", str(error)) from None
+                self._ok(request.req_id)
             case _:
                 assert_never(request)
 
@@ -318,6 +340,9 @@ async def run_server(
             config.port = port
             host = config.host if ":" not in config.host else f"[{config.host}]"
             config.url = config.url or f"ws://{host}:{port}/"
+            control = ControlServer(supervisor.requests, supervisor.find)
+            path = await tg.start(control.serve, control_path(config.state_dir))
+            config.control_path = str(path) if path is not None else ""
             task_status.started(server)
             # Cancellation ends here; each session's task then stops and reaps its
             # program (HUP, then KILL after a grace period) before the group exits.

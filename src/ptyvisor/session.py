@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
 from ptyvisor.agents import REPORTS_STARTUP
 from ptyvisor.child import Child
+from ptyvisor.control import nonce_matches
 from ptyvisor.frames import Rejected, RejectReason, decode_frame, new_nonce
 from ptyvisor.outbox import Outbox
 from ptyvisor.outputlog import OutputLog
@@ -82,6 +83,7 @@ class SessionConfig(Protocol):
     render_lag_limit: int
     scrollback: int
     url: str
+    control_path: str
 
 
 class Session:
@@ -117,6 +119,8 @@ class Session:
         child_env.update(
             PTYVISOR_SESSION=self.id, PTYVISOR_NONCE=self._nonce, PTYVISOR_URL=config.url
         )
+        if config.control_path:
+            child_env["PTYVISOR_CONTROL"] = config.control_path
         # Raises SpawnError before anything else exists: no half-made session.
         self.child = Child.spawn(self.argv, cwd=cwd, env=child_env, cols=cols, rows=rows)
         self.process = ProcessState(state="running", pid=self.child.pid)
@@ -183,6 +187,10 @@ class Session:
                 while not self.child.poll() or self.child.session_alive():  # noqa: ASYNC110
                     await anyio.sleep(0.01)
         self._exited()
+
+    def nonce_matches(self, nonce: str) -> bool:
+        """Whether ``nonce`` is this spawn's secret (constant time)."""
+        return nonce_matches(self._nonce, nonce)
 
     def close(self) -> None:
         """Stop the session's tasks; `run` then terminates the program and returns."""

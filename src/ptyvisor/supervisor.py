@@ -12,6 +12,7 @@ from anyio.abc import TaskGroup
 from ptyvisor.agents import AgentName, launch
 from ptyvisor.child import SpawnError
 from ptyvisor.config import ServerConfig
+from ptyvisor.control import PendingRequests
 from ptyvisor.outbox import Outbox
 from ptyvisor.protocol import SessionClosed, SessionSummary
 from ptyvisor.session import Session, new_session_id
@@ -31,6 +32,8 @@ class Supervisor:
         self._tg = task_group
         self._sessions: dict[str, Session] = {}
         self._watchers: set[Outbox] = set()
+        self.requests = PendingRequests()
+        """Hooks waiting on the control socket for a client's answer."""
 
     def spawn(
         self,
@@ -100,6 +103,9 @@ class Supervisor:
             return self._sessions[session_id]
         except KeyError:
             raise UnknownSession(session_id) from None
+
+    def find(self, session_id: str) -> Session | None:
+        return self._sessions.get(session_id)
 
     async def close(self, session_id: str) -> None:
         session = self.get(session_id)

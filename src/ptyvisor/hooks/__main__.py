@@ -1,8 +1,9 @@
 """``python -m ptyvisor.hooks <agent>``: one hook invocation.
 
-Exit status is always 0 and nothing is printed: a failing or chatty hook would
-change the agent's behaviour (Claude treats exit 2 as "block" and stdout JSON as
-a decision).
+Exit status is always 0, and nothing is printed except an agent's native answer to
+a request a client decided (through the control socket, see ``decide``): a failing
+or chatty hook would change the agent's behaviour (Claude treats exit 2 as "block"
+and stdout JSON as a decision).
 """
 
 from __future__ import annotations
@@ -33,8 +34,14 @@ def main(argv: list[str]) -> int:
         from ptyvisor.emit import write_frame
         from ptyvisor.hooks.normalise import fit
 
-        for payload in mapper.map_event(event, at):
+        payloads = mapper.map_event(event, at)
+        for payload in payloads:
             write_frame(payload, encode=fit)
+        decide = getattr(mapper, "decide", None)
+        answer = decide(event, payloads) if decide is not None else None
+        if answer is not None:
+            sys.stdout.write(json.dumps(answer, ensure_ascii=False))
+            sys.stdout.flush()
     except Exception:  # never break the agent
         return 0
     return 0

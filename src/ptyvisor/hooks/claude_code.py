@@ -10,6 +10,8 @@ Rules learned the hard way (see shared anchors), each pinned by a test:
   ``AskUserQuestion`` the PostToolUse input also carries the user's ``answers`` and
   ``annotations`` (2.1.332), which are left out of the digest.
 - Esc fires no hook; ptyvisor infers the interrupt from the keystroke.
+- ``PermissionRequest`` then holds on the control socket (`decide`) for a client's
+  decision and answers Claude natively; with no decision it prints nothing.
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ptyvisor.hooks import normalise
+from ptyvisor.hooks.decide import Decision, request_decision
 from ptyvisor.hooks.normalise import (
+    MAX_OPTIONS,
+    MAX_QUESTIONS,
     Payload,
     cleared,
     questions,
     request_digest,
     row,
     rows,
+    suggestion_sources,
     suggestions,
     text,
 )
@@ -32,6 +38,7 @@ from ptyvisor.hooks.normalise import (
 AGENT = "claude-code"
 ASK_TOOL = "AskUserQuestion"
 ASK_ANSWER_FIELDS = ("answers", "annotations")
+DEFAULT_DENY_MESSAGE = "Denied from ptyvisor"
 
 
 def activity(phase: str, at: int, event: Mapping[str, Any], reason: str | None = None) -> Payload:
@@ -146,3 +153,87 @@ def _title(tool: str) -> str:
         "WebFetch": "Fetch a web page",
         "WebSearch": "Search the web",
     }.get(tool, f"Use {tool}")
+
+
+# --------------------------------------------------------------------------- answering
+
+
+def decide(event: Mapping[str, Any], frames: list[Payload]) -> Payload | None:
+    """For a PermissionRequest: wait for a client's decision on the control socket and
+    return Claude's native answer, or None (print nothing: Claude shows its prompt)."""
+    if event.get("hook_event_name") != "PermissionRequest":
+        return None
+    framed = [f["interaction"] for f in frames if f.get("type") == "interaction"]
+    if not framed:
+        return None
+    decision = request_decision(framed[0])
+    return native_answer(event, decision) if decision is not None else None
+
+
+def native_answer(event: Mapping[str, Any], decision: Decision) -> Payload | None:
+    """Claude Code's PermissionRequest hook output for ``decision``.
+
+    Verified against shared/agents.md (observed on Claude Code 2.1.197/2.1.332): the
+    hook prints ``{"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+    "decision": {...}}}`` and exits 0; the decision is ``{"behavior": "allow"}``,
+    optionally with ``updatedPermissions`` / ``updatedInput``, or ``{"behavior":
+    "deny", "message": ...}``; an allow of AskUserQuestion carries the answers in
+    ``updatedInput``. The ``answers`` form — question text → chosen label — is the
+    one Claude itself puts in the PostToolUse input (pinned in test_hooks.py); several
+    labels of a multi-select question are joined with ``", "``, which follows the
+    brief and was *not* observed in a real run.
+
+    The decision's suggestion index and labels refer to the masked interaction; they
+    are mapped back, by position, to the raw payload, which never left this process.
+    """
+    if decision["behavior"] == "deny":
+        verdict: Payload = {
+            "behavior": "deny",
+            "message": decision.get("message") or DEFAULT_DENY_MESSAGE,
+        }
+    else:
+        verdict = {"behavior": "allow"}
+        index = decision.get("suggestion")
+        if index is not None:
+            sources = suggestion_sources(event.get("permission_suggestions"))
+            if not 0 <= index < len(sources):
+                return None
+            verdict["updatedPermissions"] = [sources[index][1]]
+        chosen = decision.get("answers")
+        if chosen is not None:
+            tool_input = event.get("tool_input")
+            if not isinstance(tool_input, Mapping):
+                return None
+            answers = _native_answers(tool_input.get("questions"), chosen)
+            if answers is None:
+                return None
+            verdict["updatedInput"] = {**tool_input, "answers": answers}
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
+
+
+def _native_answers(raw: object, chosen: Mapping[str, Any]) -> dict[str, str] | None:
+    """Per raw question text, the raw label(s) or the free text; None if anything is off."""
+    if not isinstance(raw, list):
+        return None
+    answers: dict[str, str] = {}
+    for index, item in enumerate(raw[:MAX_QUESTIONS]):
+        if not isinstance(item, Mapping):
+            continue
+        ident = text(item.get("id") or f"q{index}", 256)
+        if ident not in chosen:
+            continue
+        answer = chosen[ident]
+        if isinstance(answer, str):
+            answers[str(item.get("question", ""))] = answer
+            continue
+        raw_labels: dict[str, str] = {}
+        for option in (item.get("options") or [])[:MAX_OPTIONS]:
+            label = option.get("label") if isinstance(option, Mapping) else option
+            if isinstance(label, str):
+                raw_labels.setdefault(text(label), label)
+        try:
+            picked = [raw_labels[label] for label in answer]
+        except KeyError:
+            return None
+        answers[str(item.get("question", ""))] = ", ".join(picked)
+    return answers

@@ -105,15 +105,25 @@ def questions(raw: object) -> list[Payload]:
 
 def suggestions(raw: object) -> list[str]:
     """Labels for the agent's own permission suggestions."""
-    labels: list[str] = []
+    return [label for label, _ in suggestion_sources(raw)]
+
+
+def suggestion_sources(raw: object) -> list[tuple[str, object]]:
+    """Each suggestion's label with the raw item it describes, in the order shown:
+    the index a client answers with is an index into this list."""
+    sources: list[tuple[str, object]] = []
     if not isinstance(raw, list):
-        return labels
+        return sources
     for item in raw[:MAX_SUGGESTIONS]:
         if isinstance(item, str):
-            labels.append(text(item))
+            label = text(item)
         elif isinstance(item, Mapping):
-            labels.append(text(_describe_suggestion(item)))
-    return [label for label in labels if label]
+            label = text(_describe_suggestion(item))
+        else:
+            continue
+        if label:
+            sources.append((label, item))
+    return sources
 
 
 def _describe_suggestion(item: Mapping[str, Any]) -> str:

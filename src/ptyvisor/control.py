@@ -1,0 +1,361 @@
+"""The control socket: agent hooks that hold a decision wait here for a client's answer.
+
+A Unix socket ``<state_dir>/control/ptyvisor.sock`` in a 0700 directory; its path
+reaches every child as ``PTYVISOR_CONTROL``. Line-delimited JSON, each line at most
+1 MiB. A hook sends one line::
+
+    {"op": "request", "session": id, "nonce": nonce, "interaction": {...}}
+
+(the same normalised, masked interaction its frame carries) and holds the
+connection open. An unknown session, a wrong nonce or a malformed line is refused
+without detail: the connection is closed. The request then waits, in memory only
+(never persisted or logged), bound to its connection, until
+
+- a client answers it: the server writes one line
+  ``{"op": "decision", "behavior", "message", "suggestion", "answers"}`` and forgets it;
+- the hook's connection closes (the user answered in the terminal and the agent
+  killed the hook): withdrawn;
+- the session's process exits or the session is closed: withdrawn, connection closed;
+- a newer request for the same interaction id arrives: the older one is withdrawn.
+
+Only one decision per request: it leaves the registry the moment it is answered, so
+a second answer finds nothing (``gone``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+from pydantic import ValidationError
+
+from ptyvisor.interaction import MAX_TEXT, Interaction
+
+log = logging.getLogger(__name__)
+
+MAX_LINE = 1024 * 1024
+"""Longest control line, newline excluded; a longer one is refused."""
+REQUEST_TIMEOUT_SECONDS = 10.0
+"""How long a fresh connection has to send its request line."""
+DELIVERY_TIMEOUT_SECONDS = 5.0
+"""How long an answer waits for the decision to be written to the hook."""
+SOCKET_NAME = "ptyvisor.sock"
+MAX_SOCKET_PATH = 100
+"""AF_UNIX paths are limited to ~107 bytes; beyond this no control socket is served."""
+
+Behavior = Literal["allow", "deny"]
+Answers = Mapping[str, list[str] | str]
+
+
+class Gone(Exception):
+    """No request with that id is waiting."""
+
+
+class BadAnswer(ValueError):
+    """The answer does not fit the interaction; the message names the problem."""
+
+
+class ControlSession(Protocol):
+    """A session, as the control socket sees it."""
+
+    exited: anyio.Event
+
+    def nonce_matches(self, nonce: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    behavior: Behavior
+    message: str | None = None
+    suggestion: int | None = None
+    answers: dict[str, list[str] | str] | None = None
+
+    def line(self) -> bytes:
+        body = {
+            "op": "decision",
+            "behavior": self.behavior,
+            "message": self.message,
+            "suggestion": self.suggestion,
+            "answers": self.answers,
+        }
+        return json.dumps(body, ensure_ascii=False).encode() + b"\n"
+
+
+@dataclass(eq=False)
+class PendingRequest:
+    """One held hook connection, waiting for a decision."""
+
+    session: str
+    interaction: Interaction
+    decision: Decision | None = None
+    decided: anyio.Event = field(default_factory=anyio.Event)
+    delivered: bool = False
+    done: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the request is over: decision written (or not), or withdrawn."""
+
+
+def check_answer(
+    interaction: Interaction,
+    *,
+    behavior: Behavior | None,
+    message: str | None,
+    suggestion: int | None,
+    answers: Answers | None,
+) -> Decision:
+    """The decision a client's answer stands for; raises BadAnswer if it does not fit."""
+    if message is not None and len(message) > MAX_TEXT:
+        raise BadAnswer(f"message is longer than {MAX_TEXT} characters")
+    if message is not None and behavior != "deny":
+        raise BadAnswer("a message goes only with behavior 'deny'")
+    if suggestion is not None:
+        if behavior != "allow":
+            raise BadAnswer("a suggestion goes only with behavior 'allow'")
+        count = len(interaction.suggestions)
+        if not 0 <= suggestion < count:
+            raise BadAnswer(
+                f"suggestion {suggestion} is out of range: this interaction has {count}"
+            )
+    if interaction.kind == "approval":
+        if behavior is None:
+            raise BadAnswer("an approval needs behavior 'allow' or 'deny'")
+        if answers is not None:
+            raise BadAnswer("an approval has no questions to answer")
+        return Decision(behavior, message, suggestion)
+    if behavior == "deny":
+        if answers is not None:
+            raise BadAnswer("a denied question carries no answers")
+        return Decision("deny", message)
+    if not answers:
+        raise BadAnswer("answers are needed to answer a question (or behavior 'deny')")
+    return Decision("allow", answers=_check_answers(interaction, answers))
+
+
+def _check_answers(interaction: Interaction, answers: Answers) -> dict[str, list[str] | str]:
+    questions = {question.id: question for question in interaction.questions}
+    for question_id in answers:
+        if question_id not in questions:
+            raise BadAnswer(f"no question {question_id!r} in this interaction")
+    checked: dict[str, list[str] | str] = {}
+    for question in interaction.questions:
+        answer = answers.get(question.id)
+        if answer is None:
+            raise BadAnswer(f"question {question.id!r} is not answered")
+        if isinstance(answer, str):
+            if not interaction.accepts_free_form:
+                raise BadAnswer(f"question {question.id!r} does not accept free text")
+            if not answer.strip():
+                raise BadAnswer(f"the text for question {question.id!r} is blank")
+            if len(answer) > MAX_TEXT:
+                raise BadAnswer(
+                    f"the text for question {question.id!r} is longer than {MAX_TEXT} characters"
+                )
+            checked[question.id] = answer
+            continue
+        labels = [option.label for option in question.options]
+        if not answer:
+            raise BadAnswer(f"no option chosen for question {question.id!r}")
+        if len(answer) > 1 and not question.multi_select:
+            raise BadAnswer(f"question {question.id!r} takes a single option")
+        if len(set(answer)) != len(answer):
+            raise BadAnswer(f"an option is chosen twice for question {question.id!r}")
+        for label in answer:
+            if label not in labels:
+                raise BadAnswer(f"{label!r} is not an option of question {question.id!r}")
+        checked[question.id] = list(answer)
+    return checked
+
+
+class PendingRequests:
+    """Every waiting request, by (session, interaction id). In memory only."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], PendingRequest] = {}
+
+    def add(self, request: PendingRequest) -> None:
+        """Register; a request already waiting under the same id is withdrawn."""
+        key = (request.session, request.interaction.id)
+        older = self._waiting.pop(key, None)
+        if older is not None:
+            older.done.set()
+        self._waiting[key] = request
+
+    def remove(self, request: PendingRequest) -> None:
+        key = (request.session, request.interaction.id)
+        if self._waiting.get(key) is request:
+            del self._waiting[key]
+
+    def get(self, session: str, interaction_id: str) -> PendingRequest:
+        request = self._waiting.get((session, interaction_id))
+        if request is None:
+            raise Gone(interaction_id)
+        return request
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    async def answer(
+        self,
+        session: str,
+        interaction_id: str,
+        *,
+        behavior: Behavior | None,
+        message: str | None,
+        suggestion: int | None,
+        answers: Answers | None,
+    ) -> None:
+        """Deliver a client's answer; raises Gone or BadAnswer.
+
+        A bad answer leaves the request waiting; a fitting one takes it out of the
+        registry at once (so a second answer is ``Gone``) and returns once the
+        decision line is written to the hook — ``Gone`` if the hook went away first.
+        """
+        request = self.get(session, interaction_id)
+        decision = check_answer(
+            request.interaction,
+            behavior=behavior,
+            message=message,
+            suggestion=suggestion,
+            answers=answers,
+        )
+        self.remove(request)
+        request.decision = decision
+        request.decided.set()
+        with anyio.move_on_after(DELIVERY_TIMEOUT_SECONDS):
+            await request.done.wait()
+        if not request.delivered:
+            raise Gone(interaction_id)
+
+
+def control_path(state_dir: Path) -> Path:
+    return state_dir / "control" / SOCKET_NAME
+
+
+class ControlServer:
+    """Serves the control socket for the sessions ``lookup`` finds."""
+
+    def __init__(
+        self,
+        requests: PendingRequests,
+        lookup: Callable[[str], ControlSession | None],
+    ) -> None:
+        self.requests = requests
+        self._lookup = lookup
+
+    async def serve(
+        self,
+        path: Path,
+        *,
+        task_status: anyio.abc.TaskStatus[Path | None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Listen on ``path`` until cancelled, then remove the socket.
+
+        Reports None (and serves nothing) when the path is too long for AF_UNIX:
+        hooks then find no ``PTYVISOR_CONTROL`` and leave the agent to its own prompt.
+        """
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            log.warning("control socket path too long, not serving: %s", path)
+            task_status.started(None)
+            return
+        _prepare_directory(path)
+        listener = await anyio.create_unix_listener(path, mode=0o600)
+        try:
+            async with listener, anyio.create_task_group() as tg:
+                task_status.started(path)
+                await listener.serve(self._handle, task_group=tg)
+        finally:
+            _remove(path)
+
+    async def _handle(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await self._converse(stream)
+
+    async def _converse(self, stream: anyio.abc.SocketStream) -> None:
+        reader = BufferedByteReceiveStream(stream)
+        line: bytes | None = None
+        with anyio.move_on_after(REQUEST_TIMEOUT_SECONDS):
+            try:
+                line = await reader.receive_until(b"\n", MAX_LINE)
+            except (anyio.DelimiterNotFound, anyio.IncompleteRead, anyio.EndOfStream):
+                line = None
+        request = self._authenticate(line)
+        if request is None:
+            return  # refused without detail
+        session = self._lookup(request.session)
+        assert session is not None
+        self.requests.add(request)
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def until_hook_leaves() -> None:
+                    try:
+                        while await reader.receive():
+                            pass  # nothing more is expected from the hook
+                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                        pass
+                    tg.cancel_scope.cancel()
+
+                async def until_ended(event: anyio.Event) -> None:
+                    await event.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(until_hook_leaves)
+                tg.start_soon(until_ended, session.exited)
+                tg.start_soon(until_ended, request.done)
+                await request.decided.wait()
+                if request.decision is not None:
+                    await stream.send(request.decision.line())
+                    request.delivered = True
+                tg.cancel_scope.cancel()
+        finally:
+            self.requests.remove(request)
+            request.done.set()
+
+    def _authenticate(self, line: bytes | None) -> PendingRequest | None:
+        # receive_until returns a line found in a read that crossed the limit: check.
+        if line is None or len(line) > MAX_LINE:
+            return None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(message, dict) or message.get("op") != "request":
+            return None
+        session_id, nonce = message.get("session"), message.get("nonce")
+        if not isinstance(session_id, str) or not isinstance(nonce, str):
+            return None
+        session = self._lookup(session_id)
+        if session is None or not session.nonce_matches(nonce) or session.exited.is_set():
+            return None
+        try:
+            interaction = Interaction.model_validate(message.get("interaction"))
+        except ValidationError:
+            return None
+        return PendingRequest(session=session_id, interaction=interaction)
+
+
+def _prepare_directory(path: Path) -> None:
+    """A 0700 directory for the socket, and no stale socket from an earlier server."""
+    path.parent.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.mkdir(exist_ok=True, mode=0o700)
+    path.parent.chmod(0o700)
+    _remove(path)
+
+
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def nonce_matches(expected: str, offered: str) -> bool:
+    """Constant-time nonce comparison."""
+    return hmac.compare_digest(expected.encode(), offered.encode())

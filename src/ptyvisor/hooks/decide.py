@@ -1,0 +1,95 @@
+"""The hook side of the control socket: ask ptyvisor for a client's decision and hold.
+
+Stdlib only (it runs in every approval hook). The hook sends the interaction it
+has just framed — normalised and masked, never the agent's raw payload — with the
+session id and nonce, then blocks until ptyvisor writes one decision line. It fails
+open: no ``PTYVISOR_CONTROL``, a socket that is missing or does not accept within
+``CONNECT_TIMEOUT``, a refusal (closed without a decision) or a malformed reply all
+give None, and the agent shows its own prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+ENV_CONTROL = "PTYVISOR_CONTROL"
+CONNECT_TIMEOUT = 0.5
+MAX_LINE = 1024 * 1024
+BEHAVIORS = ("allow", "deny")
+
+Decision = dict[str, Any]
+
+
+def request_decision(
+    interaction: Mapping[str, object], env: Mapping[str, str] = os.environ
+) -> Decision | None:
+    """Send ``interaction`` to the control socket and wait (indefinitely) for the decision."""
+    path = env.get(ENV_CONTROL, "")
+    session, nonce = env.get("PTYVISOR_SESSION", ""), env.get("PTYVISOR_NONCE", "")
+    if not (path and session and nonce):
+        return None
+    request = {"op": "request", "session": session, "nonce": nonce, "interaction": interaction}
+    line = json.dumps(request, ensure_ascii=False).encode() + b"\n"
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(CONNECT_TIMEOUT)
+            sock.connect(path)
+            sock.sendall(line)
+            sock.settimeout(None)  # hold: the user may be away for a long time
+            reply = _read_line(sock)
+    except OSError:
+        return None
+    return _parse(reply) if reply is not None else None
+
+
+def _read_line(sock: socket.socket) -> bytes | None:
+    received = bytearray()
+    while b"\n" not in received:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None  # closed without a decision: refused or withdrawn
+        received += chunk
+        if len(received) > MAX_LINE + 1:
+            return None
+    return bytes(received.split(b"\n", 1)[0])
+
+
+def _parse(line: bytes) -> Decision | None:
+    try:
+        decision = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(decision, dict) or decision.get("op") != "decision":
+        return None
+    if decision.get("behavior") not in BEHAVIORS:
+        return None
+    message, suggestion, answers = (
+        decision.get("message"),
+        decision.get("suggestion"),
+        decision.get("answers"),
+    )
+    if message is not None and not isinstance(message, str):
+        return None
+    if suggestion is not None and (isinstance(suggestion, bool) or not isinstance(suggestion, int)):
+        return None
+    if answers is not None and not _valid_answers(answers):
+        return None
+    return decision
+
+
+def _valid_answers(answers: object) -> bool:
+    if not isinstance(answers, dict):
+        return False
+    for value in answers.values():
+        if isinstance(value, list):
+            if not all(isinstance(label, str) for label in value):
+                return False
+        elif not isinstance(value, str):
+            return False
+    return True

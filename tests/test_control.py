@@ -1,0 +1,439 @@
+"""Answering an agent from a client: real hook processes inside real sessions, the real
+control socket, a real server and real WebSocket clients."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ptyvisor.agents import DECISION_TIMEOUT_SECONDS, HOOK_TIMEOUT_SECONDS, claude_settings
+from ptyvisor.client import Client, ServerError
+from ptyvisor.control import MAX_LINE, BadAnswer, check_answer
+from ptyvisor.frames import new_nonce
+from ptyvisor.hooks.claude_code import native_answer
+from ptyvisor.interaction import Interaction, Option, Question
+from ptyvisor.protocol import ActivityChanged
+
+from .conftest import RunningServer, output_until, poll, until
+
+SUGGESTION = {
+    "type": "addRules",
+    "rules": [{"toolName": "Bash", "ruleContent": "make:*"}],
+    "behavior": "allow",
+    "destination": "localSettings",
+}
+BASH = {
+    "session_id": "native-1",
+    "hook_event_name": "PermissionRequest",
+    "tool_name": "Bash",
+    "tool_input": {"command": "make deploy", "description": "Deploy"},
+    "permission_suggestions": [SUGGESTION],
+}
+QUESTIONS = [
+    {
+        "question": "Which colour?",
+        "header": "Colour",
+        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue"}],
+        "multiSelect": False,
+    },
+    {
+        "question": "Which letters?",
+        "header": "Letters",
+        "options": [{"label": "A"}, {"label": "B"}, {"label": "C"}],
+        "multiSelect": True,
+    },
+]
+ASK = {
+    "session_id": "native-1",
+    "hook_event_name": "PermissionRequest",
+    "tool_name": "AskUserQuestion",
+    "tool_input": {"questions": QUESTIONS},
+}
+
+# Runs the hook the way Claude does (own session, no controlling terminal), records
+# its pid, then its exit status, stdout and duration. Detached from the session's
+# own process session so that ending the session does not kill it.
+WRAPPER = """
+import json, os, subprocess, sys, time
+start = time.monotonic()
+with open("payload.json", "rb") as payload:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ptyvisor.hooks", "claude-code"],
+        stdin=payload, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+with open("hook.pid.tmp", "w") as f:
+    f.write(str(proc.pid))
+os.replace("hook.pid.tmp", "hook.pid")
+out, err = proc.communicate()
+result = {"rc": proc.returncode, "stdout": out.decode(), "stderr": err.decode(),
+          "seconds": time.monotonic() - start}
+with open("result.tmp", "w") as f:
+    json.dump(result, f)
+os.replace("result.tmp", "result.json")
+"""
+
+
+class HookRun:
+    """A session whose program starts one detached hook run and waits for a line."""
+
+    def __init__(self, client: Client, directory: Path, session_id: str) -> None:
+        self.client = client
+        self.dir = directory
+        self.session = session_id
+
+    @classmethod
+    async def start(cls, client: Client, directory: Path, payload: dict[str, Any]) -> HookRun:
+        (directory / "payload.json").write_text(json.dumps(payload))
+        (directory / "wrap.py").write_text(WRAPPER)
+        script = f"setsid {sys.executable} wrap.py & read x"
+        session = await client.spawn(["sh", "-c", script], cwd=str(directory))
+        return cls(client, directory, session.id)
+
+    async def answer(self, interaction: str, **fields: Any) -> None:
+        await self.client.request(
+            {"type": "answer", "session": self.session, "interaction": interaction, **fields}
+        )
+
+    async def error_of(self, interaction: str, **fields: Any) -> ServerError:
+        with pytest.raises(ServerError) as caught:
+            await self.answer(interaction, **fields)
+        return caught.value
+
+    async def waiting(self) -> str:
+        """The interaction id once the hook's request is held on the control socket.
+
+        Probes with an answer that never fits (a suggestion with no behavior):
+        ``gone`` until the request arrives, ``bad_request`` from then on.
+        """
+        summary = await poll(self._pending, wait=15)
+
+        async def probe() -> bool:
+            error = await self.error_of(summary, suggestion=99)
+            return error.code == "bad_request"
+
+        await poll(probe, wait=15)
+        return summary
+
+    async def _pending(self) -> str | None:
+        for item in await self.client.list():
+            if item.id == self.session and item.pending_interaction is not None:
+                return item.pending_interaction.id
+        return None
+
+    async def result(self) -> dict[str, Any]:
+        path = self.dir / "result.json"
+
+        async def done() -> dict[str, Any] | None:
+            return json.loads(path.read_text()) if path.exists() else None
+
+        return await poll(done, wait=15)
+
+    def hook_pid(self) -> int:
+        return int((self.dir / "hook.pid").read_text())
+
+
+def decision_of(result: dict[str, Any]) -> dict[str, Any]:
+    assert result["rc"] == 0, result
+    output = json.loads(result["stdout"])
+    assert output["hookSpecificOutput"]["hookEventName"] == "PermissionRequest"
+    decision: dict[str, Any] = output["hookSpecificOutput"]["decision"]
+    return decision
+
+
+# --------------------------------------------------------------------------- answer wins
+
+
+@pytest.mark.anyio
+async def test_allow_reaches_the_hook_and_a_second_answer_is_gone(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, BASH)
+    ident = await run.waiting()
+    await run.answer(ident, behavior="allow")
+    assert decision_of(await run.result()) == {"behavior": "allow"}
+    error = await run.error_of(ident, behavior="deny")
+    assert error.code == "gone"
+    assert "already answered" in error.message
+
+
+@pytest.mark.anyio
+async def test_deny_carries_the_message(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, BASH)
+    ident = await run.waiting()
+    await run.answer(ident, behavior="deny", message="not on a Friday")
+    assert decision_of(await run.result()) == {"behavior": "deny", "message": "not on a Friday"}
+
+
+@pytest.mark.anyio
+async def test_suggestion_becomes_updated_permissions(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, BASH)
+    ident = await run.waiting()
+    await run.answer(ident, behavior="allow", suggestion=0)
+    decision = decision_of(await run.result())
+    assert decision == {"behavior": "allow", "updatedPermissions": [SUGGESTION]}
+
+
+@pytest.mark.anyio
+async def test_question_answers_reach_claude_as_updated_input(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, ASK)
+    ident = await run.waiting()
+    bad: dict[str, dict[str, Any]] = {
+        "no question": {"answers": {"q0": ["Red"], "q1": ["A"], "q9": ["A"]}},
+        "not an option": {"answers": {"q0": ["Green"], "q1": ["A"]}},
+        "single option": {"answers": {"q0": ["Red", "Blue"], "q1": ["A"]}},
+        "not answered": {"answers": {"q0": ["Red"]}},
+        "longer than 4000": {"answers": {"q0": "x" * 4001, "q1": ["A"]}},
+    }
+    for expected, fields in bad.items():
+        error = await run.error_of(ident, **fields)
+        assert (error.code, expected in error.message) == ("bad_request", True), error.message
+    await run.answer(ident, answers={"q0": ["Blue"], "q1": ["A", "C"]})
+    decision = decision_of(await run.result())
+    assert decision == {
+        "behavior": "allow",
+        "updatedInput": {
+            "questions": QUESTIONS,
+            "answers": {"Which colour?": "Blue", "Which letters?": "A, C"},
+        },
+    }
+
+
+@pytest.mark.anyio
+async def test_bad_approval_answers_are_refused_and_leave_it_waiting(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, BASH)
+    ident = await run.waiting()
+    bad: dict[str, dict[str, Any]] = {
+        "needs behavior": {},
+        "out of range": {"behavior": "allow", "suggestion": 1},
+        "no questions": {"behavior": "allow", "answers": {"q0": "x"}},
+        "longer than 4000": {"behavior": "deny", "message": "x" * 4001},
+    }
+    for expected, fields in bad.items():
+        error = await run.error_of(ident, **fields)
+        assert (error.code, expected in error.message) == ("bad_request", True), error.message
+    assert (await run.error_of("req-nope", behavior="allow")).code == "gone"
+    await run.answer(ident, behavior="allow")
+    assert decision_of(await run.result()) == {"behavior": "allow"}
+
+
+# --------------------------------------------------------------------------- withdrawn
+
+
+@pytest.mark.anyio
+async def test_hook_killed_first_withdraws_the_request(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, BASH)
+    ident = await run.waiting()
+    os.kill(run.hook_pid(), signal.SIGKILL)  # the user answered in the terminal
+
+    async def withdrawn() -> bool:
+        return (await run.error_of(ident, suggestion=99)).code == "gone"
+
+    await poll(withdrawn)
+    error = await run.error_of(ident, behavior="allow")
+    assert error.code == "gone"
+    assert (await run.result())["rc"] == -signal.SIGKILL
+
+
+@pytest.mark.anyio
+async def test_session_exit_closes_a_waiting_hook_which_fails_open(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, BASH)
+    ident = await run.waiting()
+    await client.input(run.session, "\n")  # the session's program ends
+    result = await run.result()
+    assert (result["rc"], result["stdout"]) == (0, "")
+    assert (await run.error_of(ident, behavior="allow")).code in ("gone", "unknown_session")
+
+
+# --------------------------------------------------------------------------- the socket
+
+
+@pytest.mark.anyio
+async def test_control_socket_refuses_strangers_and_serves_its_own(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    path = server.config.control_path
+    assert path and stat.S_ISSOCK(os.stat(path).st_mode)
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    script = 'echo "C=$PTYVISOR_CONTROL N=$PTYVISOR_NONCE."; read x'
+    session = await client.spawn(["sh", "-c", script], cwd=str(tmp_path))
+    await client.attach(session.id, since=0)
+    seen = (await output_until(client, b".\r\n")).decode()
+    control = seen.split("C=", 1)[1].split(" ", 1)[0]
+    nonce = seen.split("N=", 1)[1].split(".", 1)[0]
+    assert control == path
+    interaction = {"id": "req-1", "kind": "approval", "agent": "test", "created_at": 1}
+
+    def request(**fields: Any) -> bytes:
+        body = {"op": "request", "session": session.id, "nonce": nonce}
+        body["interaction"] = interaction  # type: ignore[assignment]
+        return json.dumps({**body, **fields}).encode() + b"\n"
+
+    def refused(line: bytes) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(path)
+            try:
+                sock.sendall(line)
+                return sock.recv(100) == b""
+            except (BrokenPipeError, ConnectionResetError):
+                return True
+
+    assert await anyio.to_thread.run_sync(refused, request(nonce=new_nonce()))
+    assert await anyio.to_thread.run_sync(refused, request(session="s00000000"))
+    assert await anyio.to_thread.run_sync(refused, request(interaction={"id": "x"}))
+    assert await anyio.to_thread.run_sync(refused, b"not json\n")
+    huge = request()[:-2] + b', "pad": "' + b"x" * MAX_LINE + b'"}\n'
+    assert await anyio.to_thread.run_sync(refused, huge)
+
+    # The right nonce: held until a client answers, then exactly one decision line.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(15)
+        sock.connect(path)
+        sock.sendall(request())
+        run = HookRun(client, tmp_path, session.id)
+
+        async def answered() -> bool:
+            try:
+                await run.answer("req-1", behavior="deny")
+            except ServerError as error:
+                assert error.code == "gone"
+                return False
+            return True
+
+        await poll(answered)
+        reply = await anyio.to_thread.run_sync(sock.recv, 65536)
+    assert json.loads(reply) == {
+        "op": "decision",
+        "behavior": "deny",
+        "message": None,
+        "suggestion": None,
+        "answers": None,
+    }
+
+
+def test_hook_fails_open_fast_when_the_server_is_down(tmp_path: Path) -> None:
+    master, slave = os.openpty()
+    listening = tmp_path / "closed.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(listening))  # exists, but nobody accepts: connection refused
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
+    for control in (tmp_path / "missing.sock", listening):
+        env = {
+            **base,
+            "PTYVISOR_SESSION": "s1",
+            "PTYVISOR_NONCE": new_nonce(),
+            "PTYVISOR_TTY": os.ttyname(slave),
+            "PTYVISOR_CONTROL": str(control),
+        }
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "ptyvisor.hooks", "claude-code"],
+            input=json.dumps(BASH).encode(),
+            env=env,
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+        elapsed = time.monotonic() - started
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+        assert elapsed < 5, elapsed  # typically ~0.1 s: interpreter start-up
+    os.close(master)
+    os.close(slave)
+
+
+# --------------------------------------------------------------------------- pure rules
+
+
+def test_answer_rules_name_the_problem() -> None:
+    closed = Interaction(
+        id="i",
+        kind="question",
+        agent="a",
+        questions=[Question(id="q0", question="Pick", options=[Option(label="X")])],
+        accepts_free_form=False,
+        created_at=1,
+    )
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"answers": {"q0": "typed"}}, "does not accept free text"),
+        ({"answers": {"q0": []}}, "no option chosen"),
+        ({"answers": {"q0": ["X", "Y"]}}, "takes a single option"),
+        ({"behavior": "deny", "answers": {"q0": ["X"]}}, "carries no answers"),
+        ({"behavior": "allow", "suggestion": 0}, "out of range"),
+        ({}, "answers are needed"),
+        ({"behavior": "allow", "message": "hi", "answers": {"q0": ["X"]}}, "only with"),
+    ]
+    for fields, expected in cases:
+        arguments: dict[str, Any] = {
+            "behavior": None,
+            "message": None,
+            "suggestion": None,
+            "answers": None,
+            **fields,
+        }
+        with pytest.raises(BadAnswer, match=expected):
+            check_answer(closed, **arguments)
+    decision = check_answer(
+        closed, behavior=None, message=None, suggestion=None, answers={"q0": ["X"]}
+    )
+    assert (decision.behavior, decision.answers) == ("allow", {"q0": ["X"]})
+
+
+def test_native_answer_for_free_text_and_default_deny() -> None:
+    free = native_answer(ASK, {"behavior": "allow", "answers": {"q0": "Teal", "q1": ["B"]}})
+    assert free is not None
+    answers = free["hookSpecificOutput"]["decision"]["updatedInput"]["answers"]
+    assert answers == {"Which colour?": "Teal", "Which letters?": "B"}
+    denied = native_answer(BASH, {"behavior": "deny", "message": None})
+    assert denied is not None
+    assert denied["hookSpecificOutput"]["decision"] == {
+        "behavior": "deny",
+        "message": "Denied from ptyvisor",
+    }
+    # A label that is not in the raw payload: no answer at all (Claude asks itself).
+    assert native_answer(ASK, {"behavior": "allow", "answers": {"q0": ["Green"]}}) is None
+
+
+def test_claude_permission_request_hook_may_hold_long() -> None:
+    hooks = claude_settings()["hooks"]
+    assert isinstance(hooks, dict)
+    timeouts = {event: entries[0]["hooks"][0]["timeout"] for event, entries in hooks.items()}
+    assert timeouts.pop("PermissionRequest") == DECISION_TIMEOUT_SECONDS
+    assert set(timeouts.values()) == {HOOK_TIMEOUT_SECONDS}
+
+
+@pytest.mark.anyio
+async def test_hook_frame_still_reaches_clients(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, BASH)
+    await client.attach(run.session, since=0)
+    events = await until(client, lambda e: isinstance(e, ActivityChanged))
+    change = events[-1]
+    assert isinstance(change, ActivityChanged) and change.pending_interaction is not None
+    ident = await run.waiting()
+    assert ident == change.pending_interaction.id
+    await run.answer(ident, behavior="allow")
+    await run.result()
