@@ -93,10 +93,13 @@ class HookRun:
         self.session = session_id
 
     @classmethod
-    async def start(cls, client: Client, directory: Path, payload: dict[str, Any]) -> HookRun:
+    async def start(
+        cls, client: Client, directory: Path, payload: dict[str, Any], *, then: str = "read x"
+    ) -> HookRun:
+        """``then``: what the session's program does after starting the hook run."""
         (directory / "payload.json").write_text(json.dumps(payload))
         (directory / "wrap.py").write_text(WRAPPER)
-        script = f"setsid {sys.executable} wrap.py & read x"
+        script = f"setsid {sys.executable} wrap.py & {then}"
         session = await client.spawn(["sh", "-c", script], cwd=str(directory))
         return cls(client, directory, session.id)
 
@@ -265,6 +268,97 @@ async def test_session_exit_closes_a_waiting_hook_which_fails_open(
     result = await run.result()
     assert (result["rc"], result["stdout"]) == (0, "")
     assert (await run.error_of(ident, behavior="allow")).code in ("gone", "unknown_session")
+
+
+class FrameRun(HookRun):
+    """A held hook run whose session then writes more frames, on request, from inside
+    the session: through the real Claude hook, or one raw frame with a chosen ``at``."""
+
+    @classmethod
+    async def begin(cls, client: Client, directory: Path, payload: dict[str, Any]) -> FrameRun:
+        run = await HookRun.start(client, directory, payload, then=SCRIPTS_LOOP)
+        return cls(client, directory, run.session)
+
+    async def hook(self, event: dict[str, Any]) -> None:
+        """Run the Claude hook in the session for ``event``; returns once it was applied."""
+        (self.dir / "event.json").write_text(json.dumps(event))
+        await self._run(f"{sys.executable} -m ptyvisor.hooks claude-code < event.json\n")
+
+    async def frame(self, payload: dict[str, Any]) -> None:
+        """Write one frame (exactly ``payload``) from the session; returns once applied."""
+        (self.dir / "frame.json").write_text(json.dumps(payload))
+        code = "import json; from ptyvisor.emit import write_frame as w; "
+        code += "w(json.load(open('frame.json')))"
+        await self._run(f'{sys.executable} -c "{code}"\n')
+
+    async def _run(self, script: str) -> None:
+        before = (await self.client.stats(self.session)).frames_applied
+        name = f"step{before}.sh"
+        (self.dir / name).write_text(script)
+        await self.client.input(self.session, name + "\n")
+
+        async def applied() -> bool:
+            return (await self.client.stats(self.session)).frames_applied > before
+
+        await poll(applied, wait=15)
+
+    async def held(self, ident: str) -> bool:
+        error = await self.error_of(ident, suggestion=99)
+        assert error.code in ("bad_request", "gone"), error
+        return error.code == "bad_request"
+
+    async def created_at(self) -> int:
+        for item in await self.client.list():
+            if item.id == self.session and item.pending_interaction is not None:
+                return item.pending_interaction.created_at
+        raise AssertionError("no pending interaction")
+
+
+SCRIPTS_LOOP = 'while read name; do sh "$name"; done'
+"""The session's program: run each script whose name arrives as a line of input."""
+
+
+@pytest.mark.anyio
+async def test_stop_withdraws_only_older_requests(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await FrameRun.begin(client, tmp_path, BASH)
+    ident = await run.waiting()
+    created = await run.created_at()
+    # A late Stop, from before the request: it does not withdraw the newer request.
+    await run.frame({"type": "activity", "phase": "waiting", "at": created - 1})
+    assert await run.held(ident)
+    # The real Stop hook, after the request: withdrawn, the hook fails open.
+    await run.hook({"hook_event_name": "Stop", "session_id": "native-1"})
+    result = await run.result()
+    assert (result["rc"], result["stdout"]) == (0, "")
+    assert not await run.held(ident)
+    assert (await run.error_of(ident, behavior="allow")).code == "gone"
+
+
+@pytest.mark.anyio
+async def test_prompt_submitted_withdraws_older_requests(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await FrameRun.begin(client, tmp_path, ASK)
+    ident = await run.waiting()
+    await run.hook({"hook_event_name": "UserPromptSubmit", "prompt": "next"})
+    assert (await run.result())["stdout"] == ""
+    assert (await run.error_of(ident, answers={"q0": ["Red"], "q1": ["A"]})).code == "gone"
+
+
+@pytest.mark.anyio
+async def test_finished_tool_call_withdraws_its_own_request(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await FrameRun.begin(client, tmp_path, BASH)
+    ident = await run.waiting()
+    post = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_response": {}}
+    await run.hook({**post, "tool_input": {"command": "make test", "description": "Deploy"}})
+    assert await run.held(ident), "another tool call withdrew it"
+    await run.hook({**post, "tool_input": BASH["tool_input"]})
+    assert (await run.result())["stdout"] == ""
+    assert (await run.error_of(ident, behavior="allow")).code == "gone"
 
 
 # --------------------------------------------------------------------------- the socket

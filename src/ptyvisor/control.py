@@ -16,7 +16,12 @@ without detail: the connection is closed. The request then waits, in memory only
 - the hook's connection closes (the user answered in the terminal and the agent
   killed the hook): withdrawn;
 - the session's process exits or the session is closed: withdrawn, connection closed;
-- a newer request for the same interaction id arrives: the older one is withdrawn.
+- a newer request for the same interaction id arrives: the older one is withdrawn;
+- the session applies a frame that ends it (`frame_applied`): an
+  ``interaction_cleared`` naming its id (the tool call finished: PostToolUse), one
+  without an id (a prompt was submitted), or a turn end (``waiting``, ``failed``,
+  ``stopped``: Stop and friends). Only requests created at or before the frame's
+  ``at`` are withdrawn, so a late event never withdraws a newer request.
 
 Only one decision per request: it leaves the registry the moment it is answered, so
 a second answer finds nothing (``gone``).
@@ -39,6 +44,7 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import ValidationError
 
+from ptyvisor.activity import TURN_ENDS, ActivityPhase, ActivityReport, InteractionCleared
 from ptyvisor.interaction import MAX_TEXT, Interaction
 
 log = logging.getLogger(__name__)
@@ -202,6 +208,25 @@ class PendingRequests:
 
     def __len__(self) -> int:
         return len(self._waiting)
+
+    def frame_applied(self, session: str, payload: object) -> None:
+        """A session applied an authenticated frame: withdraw the requests it ends."""
+        match payload:
+            case InteractionCleared(id=ident, at=at):
+                self.withdraw(session, before=at, ident=ident)
+            case ActivityReport(phase=phase, at=at) if ActivityPhase(phase) in TURN_ENDS:
+                self.withdraw(session, before=at)
+
+    def withdraw(self, session: str, *, before: int, ident: str | None = None) -> None:
+        """Withdraw ``session``'s requests created at or before ``before`` (only the one
+        with id ``ident`` if given); their hook connections close."""
+        for key, request in list(self._waiting.items()):
+            if key[0] != session or request.interaction.created_at > before:
+                continue
+            if ident is not None and key[1] != ident:
+                continue
+            del self._waiting[key]
+            request.done.set()
 
     async def answer(
         self,

@@ -27,7 +27,7 @@ from typing import Protocol
 import anyio
 from pydantic import ValidationError
 
-from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
+from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker, FramePayload
 from ptyvisor.agents import REPORTS_STARTUP
 from ptyvisor.child import Child
 from ptyvisor.control import nonce_matches
@@ -102,6 +102,7 @@ class Session:
         config: SessionConfig,
         on_change: Callable[[], None],
         agent: str | None = None,
+        on_frame: Callable[[str, FramePayload], None] | None = None,
     ) -> None:
         self.id = session_id
         self.agent = agent
@@ -111,6 +112,7 @@ class Session:
         self.created_at = now_ms()
         self._nonce = new_nonce()
         self._on_change = on_change
+        self._on_frame = on_frame
         self.size = TermSize(cols=cols, rows=rows)
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
         child_env.setdefault("TERM", "xterm-256color")
@@ -279,6 +281,8 @@ class Session:
         self.frames_applied += 1
         if self.tracker.apply(payload):
             self._activity_changed()
+        if self._on_frame is not None:
+            self._on_frame(self.id, payload)
 
     def _count_rejection(self, reason: str, count: int = 1) -> None:
         first = reason not in self.frames_rejected

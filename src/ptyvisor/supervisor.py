@@ -68,6 +68,7 @@ class Supervisor:
                 rows=rows,
                 config=self.config,
                 on_change=self.changed,
+                on_frame=self.requests.frame_applied,
             )
         except SpawnError:
             shutil.rmtree(self.session_dir(session_id), ignore_errors=True)

@@ -1,0 +1,124 @@
+"""Answering the real Claude Code TUI from a WebSocket client, under ptyvisor, with the
+fake model server: no keystroke ever reaches Claude's own dialogs.
+
+One turn: a Bash approval allowed from the client (the command runs, its output
+reaches the model), a second one denied with a message (it does not run, the model
+gets the denial), a question answered from the client (the model gets the chosen
+option), then a text answer. A second answer to an answered interaction is ``gone``.
+Claude's quirks: see ``tests/agents/test_claude_code_e2e.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ptyvisor.client import ServerError
+from tests.agents.fake_model import FakeModelServer, Reply, Request
+from tests.agents.under_ptyvisor import AgentRun, agent_session, row
+
+pytestmark = pytest.mark.anyio
+
+AGENT = "claude-code"
+ALLOWED = "echo allowed-ran > allowed.txt && cat allowed.txt"
+DENIED = "echo denied-ran > denied.txt"
+DENIAL = "not this one E2E-DENY"
+QUESTION = "Which colour?"
+OPTIONS = ["Red", "Blue", "Green"]
+
+
+def ready(screen: str) -> bool:
+    return "\u276f" in screen and "manual mode on" in screen
+
+
+async def answer(run: AgentRun, ident: str, **fields: Any) -> None:
+    await run.client.request(
+        {"type": "answer", "session": run.session_id, "interaction": ident, **fields}
+    )
+
+
+async def error_of(run: AgentRun, ident: str, **fields: Any) -> ServerError:
+    with pytest.raises(ServerError) as caught:
+        await answer(run, ident, **fields)
+    return caught.value
+
+
+async def held(run: AgentRun, ident: str, *, wait: float = 20) -> None:
+    """Until the hook's request for ``ident`` is held on the control socket: an answer
+    that never fits (a suggestion without behavior) is ``gone`` before, ``bad_request``
+    from then on."""
+    with anyio.fail_after(wait):
+        while (await error_of(run, ident, suggestion=99)).code != "bad_request":  # noqa: ASYNC110 - polls the server
+            await anyio.sleep(0.1)
+
+
+async def result_of(model: FakeModelServer, call: Request) -> tuple[str, bool]:
+    """The tool result the model receives for ``call`` in a later request."""
+    assert call.call_id is not None
+    call_id = call.call_id
+    later = await model.wait_for_request(
+        lambda r: r.outcome == "scripted" and r.tool_result(call_id) is not None
+    )
+    result = later.tool_result(call_id)
+    assert result is not None
+    return result.output, result.is_error
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=30)
+        await run.wait_screen(ready, wait=30)
+        model.script(
+            Reply.shell(AGENT, ALLOWED, description="Write the allowed file"),
+            Reply.shell(AGENT, DENIED, description="Write the denied file"),
+            Reply.ask(AGENT, QUESTION, OPTIONS),
+            Reply.text("All done DONE-2"),
+        )
+        mark = run.mark()
+        await run.submit("Answer me remotely")
+        first = await model.wait_for_request(lambda r: r.outcome == "scripted")
+
+        # (a) Allowed from the client: the command runs, its output reaches the model.
+        approval = await run.wait_interaction(since=mark)
+        assert approval.kind == "approval"
+        assert row(approval, "Command") == (ALLOWED, True)
+        await held(run, approval.id)
+        assert not (run.project / "allowed.txt").exists(), "ran before it was approved"
+        mark = run.mark()
+        await answer(run, approval.id, behavior="allow")
+        output, is_error = await result_of(model, first)
+        assert "allowed-ran" in output and not is_error, output
+        assert (run.project / "allowed.txt").read_text().strip() == "allowed-ran"
+
+        # (d) A second answer to the answered approval is gone.
+        assert (await error_of(run, approval.id, behavior="deny")).code == "gone"
+
+        # (b) Denied from the client with a message: nothing runs, the model is told.
+        second = model.scripted[1]
+        denial = await run.wait_interaction(since=mark)
+        assert row(denial, "Command") == (DENIED, True)
+        await held(run, denial.id)
+        mark = run.mark()
+        await answer(run, denial.id, behavior="deny", message=DENIAL)
+        output, is_error = await result_of(model, second)
+        assert DENIAL in output, output
+        assert not (run.project / "denied.txt").exists(), "ran although it was denied"
+
+        # (c) A question answered from the client: the model gets the chosen option.
+        third = model.scripted[2]
+        question = await run.wait_interaction(since=mark)
+        assert question.kind == "question"
+        assert [o.label for o in question.questions[0].options] == OPTIONS
+        await held(run, question.id)
+        await answer(run, question.id, answers={question.questions[0].id: ["Blue"]})
+        output, _ = await result_of(model, third)
+        assert f'"{QUESTION}"="Blue"' in output, output
+
+        await run.wait_phase("waiting", since=mark)
+        await run.wait_screen("DONE-2", wait=10)
+        await run.assert_clean()
+    assert model.pending == 0
