@@ -30,9 +30,11 @@ import pytest
 from ptyvisor.client import Client
 from ptyvisor.protocol import SessionSummary
 
+from .test_control import ASK, BASH, WRAPPER
+
 PTYVISOR = str(Path(sys.executable).parent / "ptyvisor")
 DETACH = b"\x1d"  # Ctrl-]
-HEADER = ["ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "COMMAND"]
+HEADER = ["ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "PENDING", "COMMAND"]
 SERVING = re.compile(r"^ptyvisor \S+ serving on (ws://\S+)$")
 
 T = TypeVar("T")
@@ -166,15 +168,7 @@ class Setup:
         result = self.cli("ls")
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
-        assert lines[0].split() == [
-            "ID",
-            "NAME",
-            "PROCESS",
-            "ACTIVITY",
-            "FOR",
-            "CLIENTS",
-            "COMMAND",
-        ]
+        assert lines[0].split() == HEADER
         return {line.split()[0]: line for line in lines[1:]}
 
     def client_call(self, call: Callable[[Client], Any]) -> Any:
@@ -441,8 +435,10 @@ def test_ls_table_and_json(setup: Setup) -> None:
     setup.wait_summary(ready, lambda s: s.activity.phase.value == "waiting", "the waiting report")
 
     rows = setup.ls_rows()
-    assert re.search(rf"^{live}\s+cat\s+running\s+Live\s+\d+s\s+0\s+cat$", rows[live]), rows[live]
-    assert re.search(rf"^{ready}\s+sh\s+running\s+Ready\s+\d+s\s+0\s+sh -c ", rows[ready])
+    assert re.search(rf"^{live}\s+cat\s+running\s+Live\s+\d+s\s+0\s+-\s+cat$", rows[live]), rows[
+        live
+    ]
+    assert re.search(rf"^{ready}\s+sh\s+running\s+Ready\s+\d+s\s+0\s+-\s+sh -c ", rows[ready])
 
     sessions = {s["id"]: s for s in setup.ls_json()}
     assert sessions[live]["argv"] == ["cat"]
@@ -454,6 +450,98 @@ def test_ls_table_and_json(setup: Setup) -> None:
     # Every summary round-trips through the protocol model.
     for raw in sessions.values():
         SessionSummary.model_validate(raw)
+
+
+# ---------------------------------------------------------------------- answer
+
+
+def held_hook(setup: Setup, payload: dict[str, Any]) -> tuple[str, str]:
+    """A session holding a real Claude hook on the control socket: (session, pending row)."""
+    (setup.workdir / "payload.json").write_text(json.dumps(payload))
+    (setup.workdir / "wrap.py").write_text(WRAPPER)
+    session = setup.spawn(["sh", "-c", f"setsid {sys.executable} wrap.py & read x"])
+
+    def pending_row() -> str | None:
+        row = setup.ls_rows().get(session, "")
+        return row if " req-" in row else None
+
+    row = wait_for(pending_row, "the pending row")
+    prefix = row.split(" req-", 1)[1].split()[0]
+
+    def held() -> bool:
+        # An answer that never fits: gone until the hook's request is held, then bad.
+        probe = setup.cli("answer", "req-" + prefix, "--suggestion", "99")
+        assert probe.returncode == 1, probe
+        return "goes only with" in probe.stderr
+
+    wait_for(held, "the held request")
+    return session, row
+
+
+def hook_result(setup: Setup) -> dict[str, Any]:
+    path = setup.workdir / "result.json"
+    result: dict[str, Any] = wait_for(
+        lambda: json.loads(path.read_text()) if path.exists() else None, "the hook's result"
+    )
+    return result
+
+
+def test_answer_allows_from_the_cli_and_ls_shows_it_pending(setup: Setup) -> None:
+    session, row = held_hook(setup, BASH)
+    assert re.search(r"\s+req-[0-9a-f]{8} approval: Bash\s+sh -c ", row), row
+    ident = row.split(" req-", 1)[1].split()[0]
+    answered = setup.cli("answer", "req-" + ident[:4], "--session", session, "--allow")
+    assert (answered.returncode, answered.stdout) == (0, "answered\n"), answered
+    output = json.loads(hook_result(setup)["stdout"])
+    assert output["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+    again = setup.cli("answer", "req-" + ident, "--deny")
+    assert again.returncode == 1
+    assert "is not waiting" in again.stderr
+
+
+def test_answer_questions_and_bad_choices_from_the_cli(setup: Setup) -> None:
+    _, row = held_hook(setup, ASK)
+    assert "question: Which colour?" in row, row
+    ident = "req-" + row.split(" req-", 1)[1].split()[0]
+    bad = setup.cli("answer", ident, "--choose", "q0=Green", "--choose", "q1=A")
+    assert bad.returncode == 1
+    assert "'Green' is not an option of question 'q0'" in bad.stderr, bad.stderr
+    usage = setup.cli("answer", ident, "--choose", "q0")
+    assert (usage.returncode, "Q=LABEL" in usage.stderr) == (2, True), usage
+    answered = setup.cli(
+        "answer", ident, "--text", "q0=Purple", "--choose", "q1=A", "--choose", "q1=C"
+    )
+    assert answered.returncode == 0, answered.stderr
+    output = json.loads(hook_result(setup)["stdout"])
+    updated = output["hookSpecificOutput"]["decision"]["updatedInput"]
+    assert updated["answers"] == {"Which colour?": "Purple", "Which letters?": "A, C"}
+
+
+def test_answer_denies_with_a_message(setup: Setup) -> None:
+    _, row = held_hook(setup, BASH)
+    ident = "req-" + row.split(" req-", 1)[1].split()[0]
+    assert setup.cli("answer", ident, "--deny", "--message", "not today").returncode == 0
+    output = json.loads(hook_result(setup)["stdout"])
+    decision = output["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "deny", "message": "not today"}
+
+
+def test_send_and_unsend_a_message(setup: Setup) -> None:
+    idle = setup.spawn(["cat"])
+    refused = setup.cli("send", idle, "hello")
+    assert refused.returncode == 1
+    assert "is not running a turn" in refused.stderr
+    busy = setup.spawn(
+        ["sh", "-c", in_shell(PTYVISOR, "emit", "activity", "working") + "; exec cat"]
+    )
+    setup.wait_summary(busy, lambda s: s.activity.phase.value == "working", "working")
+    sent = setup.cli("send", busy, "then run the tests")
+    assert (sent.returncode, sent.stdout) == (0, "queued\n"), sent.stderr
+    sessions = {s["id"]: s for s in setup.ls_json()}
+    assert sessions[busy]["queued_message"] == "then run the tests"
+    assert sessions[idle]["queued_message"] is None
+    assert setup.cli("unsend", busy).returncode == 0
+    assert setup.summary(busy).queued_message is None  # type: ignore[union-attr]
 
 
 def test_kill_then_close(setup: Setup) -> None:

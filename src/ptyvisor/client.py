@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import json
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Self
@@ -304,3 +304,33 @@ class Client:
         reply = await self.request({"type": "stats", "session": session_id})
         assert isinstance(reply, Stats)
         return reply.stats
+
+    async def answer(
+        self,
+        session_id: str,
+        interaction_id: str,
+        *,
+        behavior: str | None = None,
+        message: str | None = None,
+        suggestion: int | None = None,
+        answers: Mapping[str, Sequence[str] | str] | None = None,
+    ) -> None:
+        """Answer a pending interaction; raises ServerError (``gone``, ``bad_request``)."""
+        await self.request(
+            {
+                "type": "answer",
+                "session": session_id,
+                "interaction": interaction_id,
+                "behavior": behavior,
+                "message": message,
+                "suggestion": suggestion,
+                "answers": answers,
+            }
+        )
+
+    async def send_message(self, session_id: str, message: str) -> None:
+        """Queue ``message`` for the next Stop; ServerError ``not_running``, ``bad_request``."""
+        await self.request({"type": "send", "session": session_id, "message": message})
+
+    async def unsend(self, session_id: str) -> None:
+        await self.request({"type": "unsend", "session": session_id})

@@ -106,6 +106,39 @@ def build_parser() -> argparse.ArgumentParser:
     client_options(close)
     close.add_argument("session")
 
+    send = sub.add_parser(
+        "send", help="queue a message for a working agent: its next instruction after this turn"
+    )
+    client_options(send)
+    send.add_argument("session")
+    send.add_argument("message")
+
+    unsend = sub.add_parser("unsend", help="delete a session's queued message")
+    client_options(unsend)
+    unsend.add_argument("session")
+
+    answer = sub.add_parser(
+        "answer", help="answer the approval or question an agent is waiting on (see ls)"
+    )
+    client_options(answer)
+    answer.add_argument("interaction", metavar="ID", help="interaction id, or a unique prefix")
+    answer.add_argument("--session", default=None, help="only look in this session")
+    verdict = answer.add_mutually_exclusive_group()
+    verdict.add_argument("--allow", action="store_const", const="allow", dest="behavior")
+    verdict.add_argument("--deny", action="store_const", const="deny", dest="behavior")
+    answer.add_argument("--message", default=None, help="reason given with --deny")
+    answer.add_argument("--suggestion", type=int, default=None, help="suggestion index (--allow)")
+    answer.add_argument(
+        "--choose",
+        action="append",
+        default=[],
+        metavar="Q=LABEL",
+        help="choose an option of question Q (repeatable; several for multi-select)",
+    )
+    answer.add_argument(
+        "--text", action="append", default=[], metavar="Q=TEXT", help="free text for question Q"
+    )
+
     sub.add_parser("emit", help="write an activity frame (used by agent extensions)")
     sub.add_parser("schema", help="print the JSON Schema of every wire message")
     return parser
@@ -220,6 +253,15 @@ async def _client_command(options: argparse.Namespace) -> int:
             case "close":
                 await client.close(options.session)
                 return 0
+            case "answer":
+                return await _answer(client, options)
+            case "send":
+                await client.send_message(options.session, options.message)
+                print("queued")
+                return 0
+            case "unsend":
+                await client.unsend(options.session)
+                return 0
             case "attach":
                 key = parse_key(options.detach_key)
                 attachment = TerminalAttachment(client, options.session, key)
@@ -239,6 +281,64 @@ async def _client_command(options: argparse.Namespace) -> int:
     return 2
 
 
+async def _answer(client: Client, options: argparse.Namespace) -> int:
+    answers: dict[str, list[str] | str] = {}
+    for item in options.choose:
+        question, sep, label = item.partition("=")
+        if not sep or not question:
+            print(f"ptyvisor answer: --choose takes Q=LABEL, not {item!r}", file=sys.stderr)
+            return 2
+        chosen = answers.setdefault(question, [])
+        if isinstance(chosen, str):
+            print(f"ptyvisor answer: question {question!r} has --text too", file=sys.stderr)
+            return 2
+        chosen.append(label)
+    for item in options.text:
+        question, sep, value = item.partition("=")
+        if not sep or not question:
+            print(f"ptyvisor answer: --text takes Q=TEXT, not {item!r}", file=sys.stderr)
+            return 2
+        if question in answers:
+            print(f"ptyvisor answer: question {question!r} is answered twice", file=sys.stderr)
+            return 2
+        answers[question] = value
+    found = find_pending(await client.list(), options.interaction, options.session)
+    if isinstance(found, str):
+        print(f"ptyvisor: {found}", file=sys.stderr)
+        return 1
+    session_id, interaction_id = found
+    await client.answer(
+        session_id,
+        interaction_id,
+        behavior=options.behavior,
+        message=options.message,
+        suggestion=options.suggestion,
+        answers=answers or None,
+    )
+    print("answered")
+    return 0
+
+
+def find_pending(
+    sessions: list[SessionSummary], wanted: str, session: str | None = None
+) -> tuple[str, str] | str:
+    """(session id, interaction id) of the one pending interaction whose id is
+    ``wanted`` or starts with it; else a message saying why not."""
+    matches = [
+        (s.id, s.pending_interaction.id)
+        for s in sessions
+        if s.pending_interaction is not None
+        and s.pending_interaction.id.startswith(wanted)
+        and session in (None, s.id)
+    ]
+    exact = [match for match in matches if match[1] == wanted]
+    if len(exact) == 1 or len(matches) == 1:
+        return (exact or matches)[0]
+    if not matches:
+        return f"interaction {wanted!r} is not waiting: already answered, or never asked"
+    return f"{wanted!r} matches several interactions: give more of the id, or --session"
+
+
 def _finish(exit_code: int | None, session_id: str) -> int:
     if exit_code is None:
         print(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
@@ -255,7 +355,7 @@ def _terminal_size() -> tuple[int, int]:
 
 
 def format_table(sessions: list[SessionSummary]) -> str:
-    rows = [("ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "COMMAND")]
+    rows = [("ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "PENDING", "COMMAND")]
     now = time.time() * 1000
     for s in sessions:
         process: str = s.process.state
@@ -273,6 +373,7 @@ def format_table(sessions: list[SessionSummary]) -> str:
                 PHASE_LABELS[s.activity.phase.value],
                 _ago(now - s.activity.since),
                 str(s.clients),
+                _pending(s),
                 " ".join(s.argv),
             )
         )
@@ -282,6 +383,26 @@ def format_table(sessions: list[SessionSummary]) -> str:
         + row[-1]
         for row in rows
     )
+
+
+PENDING_ID_CHARS = 12
+"""How much of an interaction id ``ls`` shows: enough for ``answer`` as a prefix."""
+PENDING_WHAT_CHARS = 30
+
+
+def _pending(s: SessionSummary) -> str:
+    """The pending interaction, short: its id (prefix), kind and tool or first question."""
+    interaction = s.pending_interaction
+    if interaction is None:
+        return "-"
+    if interaction.kind == "question" and interaction.questions:
+        what = interaction.questions[0].question
+    else:
+        what = interaction.tool or interaction.title
+    what = " ".join(what.split())
+    if len(what) > PENDING_WHAT_CHARS:
+        what = what[: PENDING_WHAT_CHARS - 1] + "…"
+    return f"{interaction.id[:PENDING_ID_CHARS]} {interaction.kind}: {what}"
 
 
 def _ago(ms: float) -> str:

@@ -25,6 +25,15 @@ without detail: the connection is closed. The request then waits, in memory only
 
 Only one decision per request: it leaves the registry the moment it is answered, so
 a second answer finds nothing (``gone``).
+
+A Stop hook takes the session's queued message instead (see ``Session.queue_message``)::
+
+    {"op": "take_message", "session": id, "nonce": nonce}
+
+and gets ``{"op": "message", "text": str | null}``. Having handed a message to the
+agent it writes ``{"op": "delivered"}``; if the connection closes first (or within
+``DELIVERY_TIMEOUT_SECONDS`` nothing comes), the message is put back unless a newer
+one, a deletion, a new prompt or the session's end superseded it meanwhile.
 """
 
 from __future__ import annotations
@@ -77,6 +86,10 @@ class ControlSession(Protocol):
     exited: anyio.Event
 
     def nonce_matches(self, nonce: str) -> bool: ...
+
+    def take_message(self) -> tuple[str, int] | None: ...
+
+    def put_back_message(self, text: str, generation: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -313,11 +326,13 @@ class ControlServer:
                 line = await reader.receive_until(b"\n", MAX_LINE)
             except (anyio.DelimiterNotFound, anyio.IncompleteRead, anyio.EndOfStream):
                 line = None
-        request = self._authenticate(line)
-        if request is None:
+        authenticated = self._authenticate(line)
+        if authenticated is None:
             return  # refused without detail
-        session = self._lookup(request.session)
-        assert session is not None
+        session, request = authenticated
+        if request is None:
+            await self._hand_over_message(stream, reader, session)
+            return
         self.requests.add(request)
         try:
             async with anyio.create_task_group() as tg:
@@ -346,7 +361,36 @@ class ControlServer:
             self.requests.remove(request)
             request.done.set()
 
-    def _authenticate(self, line: bytes | None) -> PendingRequest | None:
+    async def _hand_over_message(
+        self,
+        stream: anyio.abc.SocketStream,
+        reader: BufferedByteReceiveStream,
+        session: ControlSession,
+    ) -> None:
+        """A Stop hook takes the queued message; put back unless it acknowledges."""
+        taken = session.take_message()
+        delivered = False
+        try:
+            reply = {"op": "message", "text": taken[0] if taken else None}
+            await stream.send(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+            if taken is None:
+                return
+            with anyio.move_on_after(DELIVERY_TIMEOUT_SECONDS):
+                with contextlib.suppress(
+                    anyio.DelimiterNotFound, anyio.IncompleteRead, anyio.EndOfStream
+                ):
+                    ack = await reader.receive_until(b"\n", 1024)
+                    with contextlib.suppress(ValueError):
+                        delivered = json.loads(ack) == {"op": "delivered"}
+        finally:
+            if taken is not None and not delivered:
+                session.put_back_message(*taken)
+
+    def _authenticate(
+        self, line: bytes | None
+    ) -> tuple[ControlSession, PendingRequest | None] | None:
+        """The session and, for ``request``, the request; None to refuse.
+        ``take_message`` has no request."""
         # receive_until returns a line found in a read that crossed the limit: check.
         if line is None or len(line) > MAX_LINE:
             return None
@@ -354,7 +398,7 @@ class ControlServer:
             message = json.loads(line)
         except ValueError:
             return None
-        if not isinstance(message, dict) or message.get("op") != "request":
+        if not isinstance(message, dict) or message.get("op") not in ("request", "take_message"):
             return None
         session_id, nonce = message.get("session"), message.get("nonce")
         if not isinstance(session_id, str) or not isinstance(nonce, str):
@@ -362,11 +406,13 @@ class ControlServer:
         session = self._lookup(session_id)
         if session is None or not session.nonce_matches(nonce) or session.exited.is_set():
             return None
+        if message["op"] == "take_message":
+            return session, None
         try:
             interaction = Interaction.model_validate(message.get("interaction"))
         except ValidationError:
             return None
-        return PendingRequest(session=session_id, interaction=interaction)
+        return session, PendingRequest(session=session_id, interaction=interaction)
 
 
 def _prepare_directory(path: Path) -> None:

@@ -69,6 +69,9 @@ class SessionSummary(_Model):
     process: ProcessState
     activity: Activity
     pending_interaction: Interaction | None = None
+    queued_message: str | None = Field(
+        default=None, description="The message queued for the agent's next Stop (see send)"
+    )
     clients: int
     created_at: int = Field(description="Unix ms")
     size: TermSize
@@ -231,6 +234,24 @@ class Answer(_Request):
     answers: dict[str, list[str] | str] | None = None
 
 
+class SendMessage(_Request):
+    """Queue one message for a session whose agent is working on a turn: its next Stop
+    hook takes it and the agent continues with it as the next instruction. A newer
+    message replaces the queued one. Errors: ``bad_request`` (blank, or longer than
+    4000 characters), ``not_running`` (the agent is not working on a turn)."""
+
+    type: Literal["send"]
+    session: SessionId
+    message: str
+
+
+class Unsend(_Request):
+    """Delete the session's queued message, if any."""
+
+    type: Literal["unsend"]
+    session: SessionId
+
+
 ClientMessage = Annotated[
     ListSessions
     | WatchSessions
@@ -245,7 +266,9 @@ ClientMessage = Annotated[
     | Close
     | RequestSnapshot
     | GetStats
-    | Answer,
+    | Answer
+    | SendMessage
+    | Unsend,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
@@ -354,6 +377,7 @@ ErrorCode = Literal[
     "spawn_failed",
     "gone",
     "bad_request",
+    "not_running",
     "internal",
 ]
 

@@ -47,16 +47,18 @@ from ptyvisor.protocol import (
     Ok,
     RequestSnapshot,
     Resize,
+    SendMessage,
     SendSignal,
     Sessions,
     SnapshotMessage,
     Spawn,
     Spawned,
     Stats,
+    Unsend,
     UnwatchSessions,
     WatchSessions,
 )
-from ptyvisor.session import Session
+from ptyvisor.session import MAX_MESSAGE, Session
 from ptyvisor.supervisor import Supervisor, UnknownSession
 
 log = logging.getLogger(__name__)
@@ -271,6 +273,24 @@ class Connection:
                     ) from None
                 except BadAnswer as error:
                     raise RequestError("bad_request", str(error)) from None
+                self._ok(request.req_id)
+            case SendMessage():
+                session = supervisor.get(request.session)
+                if not request.message.strip():
+                    raise RequestError("bad_request", "the message is blank")
+                if len(request.message) > MAX_MESSAGE:
+                    raise RequestError(
+                        "bad_request", f"the message is longer than {MAX_MESSAGE} characters"
+                    )
+                if not session.queue_message(request.message):
+                    raise RequestError(
+                        "not_running",
+                        f"session {request.session!r} is not running a turn: a message is "
+                        "queued only while its agent is working",
+                    )
+                self._ok(request.req_id)
+            case Unsend():
+                supervisor.get(request.session).drop_message()
                 self._ok(request.req_id)
             case _:
                 assert_never(request)

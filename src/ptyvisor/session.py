@@ -27,7 +27,14 @@ from typing import Protocol
 import anyio
 from pydantic import ValidationError
 
-from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker, FramePayload
+from ptyvisor.activity import (
+    FRAME_PAYLOAD,
+    ActivityPhase,
+    ActivityReport,
+    ActivityTracker,
+    FramePayload,
+    InteractionCleared,
+)
 from ptyvisor.agents import REPORTS_STARTUP
 from ptyvisor.child import Child
 from ptyvisor.control import nonce_matches
@@ -54,6 +61,8 @@ from ptyvisor.scanner import FrameScanner, ScanResult
 log = logging.getLogger(__name__)
 
 READ_BYTES = 64 * 1024
+MAX_MESSAGE = 4000
+"""Longest message a client may queue for a session (`queue_message`)."""
 READ_BUDGET = 1024 * 1024
 """Bytes read per wake-up before yielding, so one flooding session cannot starve others."""
 INPUT_LIMIT = 1024 * 1024
@@ -148,6 +157,9 @@ class Session:
         self._cancel = anyio.CancelScope()
         self.frames_applied = 0
         self.frames_rejected: dict[str, int] = {}
+        self.queued_message: str | None = None
+        """One message for the agent's next Stop hook (see `queue_message`)."""
+        self._message_generation = 0
         self.closed = False
         self.finished = anyio.Event()
         """Set once every task has stopped and the child is reaped."""
@@ -281,6 +293,11 @@ class Session:
         self.frames_applied += 1
         if self.tracker.apply(payload):
             self._activity_changed()
+        match payload:
+            case InteractionCleared(id=None):  # a prompt was submitted: a new turn
+                self.drop_message()
+            case ActivityReport(phase="stopped"):
+                self.drop_message()
         if self._on_frame is not None:
             self._on_frame(self.id, payload)
 
@@ -336,8 +353,44 @@ class Session:
         ):
             self._activity_changed()
         self._broadcast(ProcessChanged(session=self.id, process=self.process).model_dump_json())
+        self.drop_message()
         self.exited.set()
         self._on_change()
+
+    # ------------------------------------------------------------------ queued message
+
+    def queue_message(self, text: str) -> bool:
+        """Queue ``text`` for the agent's next Stop, replacing any queued one; False
+        (nothing queued) unless the agent is working on a turn."""
+        if self.exited.is_set() or self.tracker.activity.phase is not ActivityPhase.WORKING:
+            return False
+        self.queued_message = text
+        self._message_generation += 1
+        self._on_change()
+        return True
+
+    def drop_message(self) -> None:
+        """Deleted, a new prompt, or the session's end: a message taken meanwhile is
+        not put back either."""
+        self._message_generation += 1
+        if self.queued_message is not None:
+            self.queued_message = None
+            self._on_change()
+
+    def take_message(self) -> tuple[str, int] | None:
+        """The queued message and its generation, taken out; None if there is none."""
+        text = self.queued_message
+        if text is None:
+            return None
+        self.queued_message = None
+        self._on_change()
+        return text, self._message_generation
+
+    def put_back_message(self, text: str, generation: int) -> None:
+        """A taken message was not delivered: queued again unless superseded since."""
+        if generation == self._message_generation and self.queued_message is None:
+            self.queued_message = text
+            self._on_change()
 
     # ------------------------------------------------------------------ clients → PTY
 
@@ -480,6 +533,7 @@ class Session:
             process=self.process,
             activity=activity,
             pending_interaction=self.tracker.pending,
+            queued_message=self.queued_message,
             clients=len(self._subscribers),
             created_at=self.created_at,
             size=self.size,

@@ -116,6 +116,8 @@ class Reply:
     status: int = 200
     times: int = 1
     """How many requests this reply answers (an error the agent retries needs several)."""
+    delay: float = 0.0
+    """Seconds the server waits before answering (the agent is working meanwhile)."""
 
     @classmethod
     def text(cls, text: str) -> Reply:
@@ -587,6 +589,8 @@ class FakeModelServer:
             self._script.pop(0)
         request.outcome = "scripted"
         request.reply = entry.reply
+        if entry.reply.delay:
+            await asyncio.sleep(entry.reply.delay)
         if entry.reply.kind == "error":
             await self._send_error(writer, request, entry.reply.status, entry.reply.content, close)
             return

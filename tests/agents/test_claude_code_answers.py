@@ -10,6 +10,7 @@ Claude's quirks: see ``tests/agents/test_claude_code_e2e.py``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -120,5 +121,35 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
 
         await run.wait_phase("waiting", since=mark)
         await run.wait_screen("DONE-2", wait=10)
+        await run.assert_clean()
+    assert model.pending == 0
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_claude_code_acts_on_a_queued_message(tmp_path: Path) -> None:
+    """A message queued while Claude works becomes its next instruction: the Stop hook
+    blocks the stop with it, and the model sees it in the next request."""
+    queued = "Now say QUEUED-NEXT-7"
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=30)
+        await run.wait_screen(ready, wait=30)
+        model.script(
+            replace(Reply.text("First part DONE-1"), delay=3.0),  # working meanwhile
+            Reply.text("Second part DONE-2"),
+        )
+        mark = run.mark()
+        await run.submit("Start working")
+        await run.wait_phase("working", since=mark)
+        await run.client.send_message(run.session_id, queued)
+        summary = next(s for s in await run.client.list() if s.id == run.session_id)
+        assert summary.queued_message == queued
+        later = await model.wait_for_request(
+            lambda r: r.outcome == "scripted" and r.mentions("QUEUED-NEXT-7"), wait=30
+        )
+        assert any("QUEUED-NEXT-7" in text for text in later.user_texts()), later.summary()
+        await run.wait_screen("DONE-2", wait=20)
+        await run.wait_phase("waiting", since=mark + 1)
+        summary = next(s for s in await run.client.list() if s.id == run.session_id)
+        assert summary.queued_message is None
         await run.assert_clean()
     assert model.pending == 0

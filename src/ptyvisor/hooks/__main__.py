@@ -1,7 +1,8 @@
 """``python -m ptyvisor.hooks <agent>``: one hook invocation.
 
 Exit status is always 0, and nothing is printed except an agent's native answer to
-a request a client decided (through the control socket, see ``decide``): a failing
+a request a client decided (through the control socket, see ``decide``) or Claude's
+Stop-hook block carrying a queued message: a failing
 or chatty hook would change the agent's behaviour (Claude treats exit 2 as "block"
 and stdout JSON as a decision).
 """

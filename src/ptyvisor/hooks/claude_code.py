@@ -16,11 +16,14 @@ Rules learned the hard way (see shared anchors), each pinned by a test:
 
 from __future__ import annotations
 
+import json
+import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from ptyvisor.hooks import normalise
-from ptyvisor.hooks.decide import Decision, request_decision
+from ptyvisor.hooks.decide import Decision, request_decision, take_message
 from ptyvisor.hooks.normalise import (
     MAX_OPTIONS,
     MAX_QUESTIONS,
@@ -160,7 +163,11 @@ def _title(tool: str) -> str:
 
 def decide(event: Mapping[str, Any], frames: list[Payload]) -> Payload | None:
     """For a PermissionRequest: wait for a client's decision on the control socket and
-    return Claude's native answer, or None (print nothing: Claude shows its prompt)."""
+    return Claude's native answer, or None (print nothing: Claude shows its prompt).
+    For the main turn's Stop: hand Claude the session's queued message, if any."""
+    if event.get("hook_event_name") == "Stop":
+        deliver_queued_message(event)
+        return None
     if event.get("hook_event_name") != "PermissionRequest":
         return None
     framed = [f["interaction"] for f in frames if f.get("type") == "interaction"]
@@ -168,6 +175,29 @@ def decide(event: Mapping[str, Any], frames: list[Payload]) -> Payload | None:
         return None
     decision = request_decision(framed[0])
     return native_answer(event, decision) if decision is not None else None
+
+
+def deliver_queued_message(event: Mapping[str, Any]) -> None:
+    """Claude continues with the queued message as its next instruction.
+
+    Claude Code's Stop hook output ``{"decision": "block", "reason": text}`` keeps the
+    turn going with ``reason`` as what to do next (shared/anchors.md). Not for a
+    subagent's stop, and not when ``stop_hook_active`` (Claude is already continuing
+    because of a Stop hook: no loops) — the message then stays queued. Printed before
+    the take is acknowledged, so a hook that dies first leaves it queued; the
+    ``working`` frame after it undoes the ``waiting`` the Stop frame just reported.
+    """
+    if event.get("agent_id") or event.get("stop_hook_active"):
+        return
+    taken = take_message()
+    if taken is None:
+        return
+    sys.stdout.write(json.dumps({"decision": "block", "reason": taken.text}, ensure_ascii=False))
+    sys.stdout.flush()
+    taken.delivered()
+    from ptyvisor.emit import write_frame
+
+    write_frame(activity("working", time.time_ns() // 1_000_000, event), encode=normalise.fit)
 
 
 def native_answer(event: Mapping[str, Any], decision: Decision) -> Payload | None:

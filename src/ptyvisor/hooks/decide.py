@@ -6,6 +6,8 @@ session id and nonce, then blocks until ptyvisor writes one decision line. It fa
 open: no ``PTYVISOR_CONTROL``, a socket that is missing or does not accept within
 ``CONNECT_TIMEOUT``, a refusal (closed without a decision) or a malformed reply all
 give None, and the agent shows its own prompt.
+
+A Stop hook likewise takes the session's queued message (`take_message`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 ENV_CONTROL = "PTYVISOR_CONTROL"
 CONNECT_TIMEOUT = 0.5
+TAKE_TIMEOUT = 2.0
+"""How long a Stop hook waits for the queued message (ptyvisor answers at once)."""
 MAX_LINE = 1024 * 1024
 BEHAVIORS = ("allow", "deny")
 
@@ -46,6 +50,46 @@ def request_decision(
     except OSError:
         return None
     return _parse(reply) if reply is not None else None
+
+
+class TakenMessage:
+    """A queued message taken from ptyvisor; `delivered` once the agent has it, else
+    (the connection just closes) ptyvisor puts it back."""
+
+    def __init__(self, sock: socket.socket, text: str) -> None:
+        self._sock = sock
+        self.text = text
+
+    def delivered(self) -> None:
+        try:
+            self._sock.sendall(b'{"op": "delivered"}\n')
+        except OSError:
+            pass
+        finally:
+            self._sock.close()
+
+
+def take_message(env: Mapping[str, str] = os.environ) -> TakenMessage | None:
+    """The session's queued message (see ``ptyvisor send``), or None. Fails open fast."""
+    path = env.get(ENV_CONTROL, "")
+    session, nonce = env.get("PTYVISOR_SESSION", ""), env.get("PTYVISOR_NONCE", "")
+    if not (path and session and nonce):
+        return None
+    request = {"op": "take_message", "session": session, "nonce": nonce}
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(path)
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.settimeout(TAKE_TIMEOUT)
+        reply = _read_line(sock)
+        text = json.loads(reply).get("text") if reply is not None else None
+    except (OSError, ValueError, AttributeError):
+        text = None
+    if not isinstance(text, str) or not text:
+        sock.close()
+        return None
+    return TakenMessage(sock, text)
 
 
 def _read_line(sock: socket.socket) -> bytes | None:
