@@ -459,7 +459,7 @@ def held_hook(setup: Setup, payload: dict[str, Any]) -> tuple[str, str]:
     """A session holding a real Claude hook on the control socket: (session, pending row)."""
     (setup.workdir / "payload.json").write_text(json.dumps(payload))
     (setup.workdir / "wrap.py").write_text(WRAPPER)
-    session = setup.spawn(["sh", "-c", f"setsid {sys.executable} wrap.py & read x"])
+    session = setup.spawn(["sh", "-c", f"setsid {sys.executable} wrap.py claude-code & read x"])
 
     def pending_row() -> str | None:
         row = setup.ls_rows().get(session, "")

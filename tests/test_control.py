@@ -17,8 +17,15 @@ from typing import Any
 import anyio
 import pytest
 
-from ptyvisor.agents import DECISION_TIMEOUT_SECONDS, HOOK_TIMEOUT_SECONDS, claude_settings
+from ptyvisor.agents import (
+    CODEX_DECISION_TIMEOUT_SECONDS,
+    DECISION_TIMEOUT_SECONDS,
+    HOOK_TIMEOUT_SECONDS,
+    claude_settings,
+    codex_overrides,
+)
 from ptyvisor.client import Client, ServerError
+from ptyvisor.config import Settings, load_settings, save_settings
 from ptyvisor.control import MAX_LINE, BadAnswer, check_answer
 from ptyvisor.frames import new_nonce
 from ptyvisor.hooks.claude_code import native_answer
@@ -69,7 +76,7 @@ import json, os, subprocess, sys, time
 start = time.monotonic()
 with open("payload.json", "rb") as payload:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ptyvisor.hooks", "claude-code"],
+        [sys.executable, "-m", "ptyvisor.hooks", sys.argv[1]],
         stdin=payload, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 with open("hook.pid.tmp", "w") as f:
@@ -94,12 +101,18 @@ class HookRun:
 
     @classmethod
     async def start(
-        cls, client: Client, directory: Path, payload: dict[str, Any], *, then: str = "read x"
+        cls,
+        client: Client,
+        directory: Path,
+        payload: dict[str, Any],
+        *,
+        then: str = "read x",
+        agent: str = "claude-code",
     ) -> HookRun:
         """``then``: what the session's program does after starting the hook run."""
         (directory / "payload.json").write_text(json.dumps(payload))
         (directory / "wrap.py").write_text(WRAPPER)
-        script = f"setsid {sys.executable} wrap.py & {then}"
+        script = f"setsid {sys.executable} wrap.py {agent} & {then}"
         session = await client.spawn(["sh", "-c", script], cwd=str(directory))
         return cls(client, directory, session.id)
 
@@ -444,7 +457,7 @@ def test_hook_fails_open_fast_when_the_server_is_down(tmp_path: Path) -> None:
         }
         started = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-m", "ptyvisor.hooks", "claude-code"],
+            [sys.executable, "-m", "ptyvisor.hooks", sys.argv[1]],
             input=json.dumps(BASH).encode(),
             env=env,
             capture_output=True,
@@ -531,3 +544,78 @@ async def test_hook_frame_still_reaches_clients(
     assert ident == change.pending_interaction.id
     await run.answer(ident, behavior="allow")
     await run.result()
+
+
+# --------------------------------------------------------------------------- Codex
+
+CODEX_BASH = {
+    "session_id": "native-2",
+    "turn_id": "turn-1",
+    "hook_event_name": "PermissionRequest",
+    "tool_name": "Bash",
+    "tool_input": {"command": "make deploy", "description": "Deploy"},
+}
+
+
+@pytest.mark.anyio
+async def test_codex_request_is_held_and_answered_natively(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    server.config.settings.codex_remote_answers = True
+    allowed = await HookRun.start(client, tmp_path, CODEX_BASH, agent="codex")
+    ident = await allowed.waiting()
+    await allowed.answer(ident, behavior="allow")
+    assert decision_of(await allowed.result()) == {"behavior": "allow"}
+    assert (await allowed.error_of(ident, behavior="deny")).code == "gone"
+
+    (tmp_path / "second").mkdir()
+    payload = {**CODEX_BASH, "turn_id": "turn-2"}
+    denied = await HookRun.start(client, tmp_path / "second", payload, agent="codex")
+    ident = await denied.waiting()
+    await denied.answer(ident, behavior="deny", message="not on a Friday")
+    assert decision_of(await denied.result()) == {"behavior": "deny", "message": "not on a Friday"}
+
+
+@pytest.mark.anyio
+async def test_codex_remote_answers_off_fails_open_at_once(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    assert not server.config.settings.codex_remote_answers  # the default
+    run = await HookRun.start(client, tmp_path, CODEX_BASH, agent="codex")
+    result = await run.result()
+    assert (result["rc"], result["stdout"]) == (0, ""), result
+    assert result["seconds"] < 2, result
+    ident = await poll(run._pending)
+    assert (await run.error_of(ident, behavior="allow")).code == "gone"
+
+
+@pytest.mark.anyio
+async def test_codex_request_is_withdrawn_after_the_wait(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    server.config.settings.codex_remote_answers = True
+    server.config.settings.codex_answer_wait_seconds = 3.0
+    run = await HookRun.start(client, tmp_path, CODEX_BASH, agent="codex")
+    ident = await run.waiting()
+    result = await run.result()
+    assert (result["rc"], result["stdout"]) == (0, ""), result
+    assert 3 <= result["seconds"] < 8, result
+    error = await run.error_of(ident, behavior="allow")
+    assert error.code == "gone"
+    assert "already answered" in error.message
+
+
+def test_codex_settings_persist(tmp_path: Path) -> None:
+    assert load_settings(tmp_path) == Settings()  # off, 20 s
+    assert Settings().codex_answer_wait_seconds < CODEX_DECISION_TIMEOUT_SECONDS
+    save_settings(tmp_path, Settings(codex_remote_answers=True))
+    assert load_settings(tmp_path).codex_remote_answers is True
+    assert stat.S_IMODE((tmp_path / "settings.json").stat().st_mode) == 0o600
+    (tmp_path / "settings.json").write_text("not json")
+    assert load_settings(tmp_path) == Settings()
+
+
+def test_codex_permission_request_hook_timeout_exceeds_the_wait() -> None:
+    overrides = codex_overrides()
+    permission = next(arg for arg in overrides if arg.startswith("hooks.PermissionRequest="))
+    assert f"timeout = {CODEX_DECISION_TIMEOUT_SECONDS} " in permission

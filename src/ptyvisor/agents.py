@@ -54,6 +54,8 @@ CODEX_EVENTS = (
 CODEX_FLAGS = ("--no-daemon", "--dangerously-bypass-hook-trust")
 HOOK_TIMEOUT_SECONDS = 10
 DECISION_TIMEOUT_SECONDS = 24 * 60 * 60
+CODEX_DECISION_TIMEOUT_SECONDS = 30
+"""Codex's PermissionRequest hook: it holds at most ``codex_answer_wait_seconds`` (20)."""
 """Claude's PermissionRequest hook holds until a client answers: the user may be away."""
 PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
 
@@ -104,9 +106,12 @@ def claude_settings() -> dict[str, object]:
 def codex_overrides() -> list[str]:
     """``-c`` overrides adding our hook to every event, as TOML inline values."""
     command = json.dumps(hook_command("codex"))  # a JSON string is a valid TOML basic string
-    entry = f'{{ type = "command", command = {command}, timeout = {HOOK_TIMEOUT_SECONDS} }}'
     args: list[str] = []
     for event in CODEX_EVENTS:
+        timeout = (
+            CODEX_DECISION_TIMEOUT_SECONDS if event == "PermissionRequest" else HOOK_TIMEOUT_SECONDS
+        )
+        entry = f'{{ type = "command", command = {command}, timeout = {timeout} }}'
         args += ["-c", f"hooks.{event}=[{{ hooks = [{entry}] }}]"]
     return args
 

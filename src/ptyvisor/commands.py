@@ -24,7 +24,9 @@ from ptyvisor.config import (
     default_state_dir,
     ensure_state_dir,
     load_or_create_token,
+    load_settings,
     read_token,
+    save_settings,
 )
 from ptyvisor.outbox import DEFAULT_LIMIT as DEFAULT_CLIENT_BUFFER
 from ptyvisor.outputlog import DEFAULT_CAPACITY
@@ -69,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_CLIENT_BUFFER,
         help="bytes queued per client before it is dropped back to a snapshot",
+    )
+    serve.add_argument(
+        "--codex-remote-answers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let clients answer Codex's approvals (persisted in <state-dir>/settings.json)",
     )
     serve.add_argument("-v", "--verbose", action="store_true")
 
@@ -198,7 +206,12 @@ def serve(options: argparse.Namespace) -> int:
     state_dir = ensure_state_dir(options.state_dir or default_state_dir())
     explicit_token = options.token or os.environ.get("PTYVISOR_TOKEN")
     token = explicit_token or load_or_create_token(state_dir)
+    settings = load_settings(state_dir)
+    if options.codex_remote_answers is not None:
+        settings.codex_remote_answers = options.codex_remote_answers
+        save_settings(state_dir, settings)
     config = ServerConfig(
+        settings=settings,
         token=token,
         host=options.host,
         port=options.port,

@@ -6,6 +6,7 @@ directory), or given by ``--token`` / ``PTYVISOR_TOKEN``. It is never logged.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ from ptyvisor.renderer import DEFAULT_LAG_LIMIT
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7733
 TOKEN_FILE = "token"
+SETTINGS_FILE = "settings.json"
+CODEX_ANSWER_WAIT_SECONDS = 20.0
+"""Default hold of a Codex request: below Codex's hook timeout (30 s, see agents)."""
 
 
 def default_state_dir() -> Path:
@@ -53,6 +57,48 @@ def load_or_create_token(state_dir: Path) -> str:
     return token
 
 
+@dataclass
+class Settings:
+    """Server settings persisted as JSON in ``<state_dir>/settings.json`` (0600)."""
+
+    codex_remote_answers: bool = False
+    """Whether a client may answer Codex (Codex hides its own prompt while the hook waits)."""
+    codex_answer_wait_seconds: float = CODEX_ANSWER_WAIT_SECONDS
+    """How long a Codex request is held before Codex falls back to its own prompt."""
+
+
+def load_settings(state_dir: Path) -> Settings:
+    """The stored settings; defaults for a missing, unreadable or malformed file."""
+    try:
+        stored = json.loads((state_dir / SETTINGS_FILE).read_text())
+    except (OSError, ValueError):
+        return Settings()
+    settings = Settings()
+    if not isinstance(stored, dict):
+        return settings
+    remote = stored.get("codex_remote_answers")
+    if isinstance(remote, bool):
+        settings.codex_remote_answers = remote
+    wait = stored.get("codex_answer_wait_seconds")
+    if isinstance(wait, int | float) and not isinstance(wait, bool) and wait > 0:
+        settings.codex_answer_wait_seconds = float(wait)
+    return settings
+
+
+def save_settings(state_dir: Path, settings: Settings) -> None:
+    """Write the settings atomically, 0600."""
+    ensure_state_dir(state_dir)
+    body = {
+        "codex_remote_answers": settings.codex_remote_answers,
+        "codex_answer_wait_seconds": settings.codex_answer_wait_seconds,
+    }
+    temp = state_dir / f".{SETTINGS_FILE}.{os.getpid()}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(body, indent=2) + "\n")
+    os.replace(temp, state_dir / SETTINGS_FILE)
+
+
 def read_token(state_dir: Path | None = None) -> str | None:
     """The token a client should use: ``PTYVISOR_TOKEN``, else the stored one."""
     env = os.environ.get("PTYVISOR_TOKEN")
@@ -77,5 +123,7 @@ class ServerConfig:
     client_buffer: int = DEFAULT_CLIENT_BUFFER
     url: str = ""
     """How children reach the server (``PTYVISOR_URL``); set once the port is bound."""
+    settings: Settings = field(default_factory=Settings)
+    """Persisted settings (``load_settings``); tests set them directly."""
     control_path: str = ""
     """The control socket (``PTYVISOR_CONTROL``); set once it is listening."""

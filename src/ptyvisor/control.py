@@ -23,6 +23,11 @@ without detail: the connection is closed. The request then waits, in memory only
   ``stopped``: Stop and friends). Only requests created at or before the frame's
   ``at`` are withdrawn, so a late event never withdraws a newer request.
 
+Codex (``interaction.agent == "codex"``) hides its own prompt while its hook waits
+and gives the hook ~30 s: its requests are refused at once unless the persisted
+setting ``codex_remote_answers`` is on, and then held at most
+``codex_answer_wait_seconds``, then withdrawn (Codex shows its own prompt).
+
 Only one decision per request: it leaves the registry the moment it is answered, so
 a second answer finds nothing (``gone``).
 
@@ -54,6 +59,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import ValidationError
 
 from ptyvisor.activity import TURN_ENDS, ActivityPhase, ActivityReport, InteractionCleared
+from ptyvisor.config import Settings
 from ptyvisor.interaction import MAX_TEXT, Interaction
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,7 @@ REQUEST_TIMEOUT_SECONDS = 10.0
 """How long a fresh connection has to send its request line."""
 DELIVERY_TIMEOUT_SECONDS = 5.0
 """How long an answer waits for the decision to be written to the hook."""
+CODEX = "codex"
 SOCKET_NAME = "ptyvisor.sock"
 MAX_SOCKET_PATH = 100
 """AF_UNIX paths are limited to ~107 bytes; beyond this no control socket is served."""
@@ -285,9 +292,11 @@ class ControlServer:
         self,
         requests: PendingRequests,
         lookup: Callable[[str], ControlSession | None],
+        settings: Settings | None = None,
     ) -> None:
         self.requests = requests
         self._lookup = lookup
+        self.settings = settings or Settings()
 
     async def serve(
         self,
@@ -333,33 +342,50 @@ class ControlServer:
         if request is None:
             await self._hand_over_message(stream, reader, session)
             return
+        hold = None
+        if request.interaction.agent == CODEX:
+            if not self.settings.codex_remote_answers:
+                return  # refused: Codex shows its own prompt at once
+            hold = self.settings.codex_answer_wait_seconds
         self.requests.add(request)
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def until_hook_leaves() -> None:
-                    try:
-                        while await reader.receive():
-                            pass  # nothing more is expected from the hook
-                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                        pass
-                    tg.cancel_scope.cancel()
-
-                async def until_ended(event: anyio.Event) -> None:
-                    await event.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(until_hook_leaves)
-                tg.start_soon(until_ended, session.exited)
-                tg.start_soon(until_ended, request.done)
-                await request.decided.wait()
-                if request.decision is not None:
-                    await stream.send(request.decision.line())
-                    request.delivered = True
-                tg.cancel_scope.cancel()
+            with anyio.move_on_after(hold if hold is not None else float("inf")) as waited:
+                await self._hold(stream, reader, session, request)
+            if waited.cancelled_caught:
+                log.debug("codex request withdrawn after %s s", hold)
         finally:
             self.requests.remove(request)
             request.done.set()
+
+    async def _hold(
+        self,
+        stream: anyio.abc.SocketStream,
+        reader: BufferedByteReceiveStream,
+        session: ControlSession,
+        request: PendingRequest,
+    ) -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def until_hook_leaves() -> None:
+                try:
+                    while await reader.receive():
+                        pass  # nothing more is expected from the hook
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    pass
+                tg.cancel_scope.cancel()
+
+            async def until_ended(event: anyio.Event) -> None:
+                await event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until_hook_leaves)
+            tg.start_soon(until_ended, session.exited)
+            tg.start_soon(until_ended, request.done)
+            await request.decided.wait()
+            if request.decision is not None:
+                await stream.send(request.decision.line())
+                request.delivered = True
+            tg.cancel_scope.cancel()
 
     async def _hand_over_message(
         self,

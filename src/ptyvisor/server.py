@@ -360,7 +360,7 @@ async def run_server(
             config.port = port
             host = config.host if ":" not in config.host else f"[{config.host}]"
             config.url = config.url or f"ws://{host}:{port}/"
-            control = ControlServer(supervisor.requests, supervisor.find)
+            control = ControlServer(supervisor.requests, supervisor.find, config.settings)
             path = await tg.start(control.serve, control_path(config.state_dir))
             config.control_path = str(path) if path is not None else ""
             task_status.started(server)

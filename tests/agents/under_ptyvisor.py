@@ -21,7 +21,7 @@ import anyio
 
 from ptyvisor.activity import ActivityPhase
 from ptyvisor.client import Client
-from ptyvisor.config import ServerConfig
+from ptyvisor.config import ServerConfig, Settings
 from ptyvisor.interaction import Interaction
 from ptyvisor.protocol import ActivityChanged
 from ptyvisor.server import run_server
@@ -146,14 +146,22 @@ def row(interaction: Interaction, label: str) -> tuple[str, bool]:
 
 @asynccontextmanager
 async def agent_session(
-    agent: str, tmp_path: Path, model: FakeModelServer, *, cols: int = 120, rows: int = 40
+    agent: str,
+    tmp_path: Path,
+    model: FakeModelServer,
+    *,
+    cols: int = 120,
+    rows: int = 40,
+    settings: Settings | None = None,
 ) -> AsyncIterator[AgentRun]:
     """Start ptyvisor's server, spawn ``agent`` through it, attach and watch it."""
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir(parents=True, exist_ok=True)
     env, extra_argv = offline_env(agent, home, project, model.base_url)
     env["PATH"] = f"{agent_bin_dir()}{os.pathsep}{env['PATH']}"
-    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+    config = ServerConfig(
+        token=TOKEN, port=0, state_dir=tmp_path / "state", settings=settings or Settings()
+    )
     async with anyio.create_task_group() as tg:
         await tg.start(run_server, config)
         async with Client.connect(config.url, TOKEN) as client:

@@ -6,6 +6,11 @@ failure hook: a failed turn fires neither ``Stop`` nor ``notify``, it only write
 ``task_complete`` event with an ``error`` to its rollout file (``transcript_path``).
 So ``UserPromptSubmit`` starts a small detached watcher (`watch_rollout`) that
 follows that file until the turn completes and reports ``failed`` if it failed.
+
+A ``PermissionRequest`` then asks the control socket for a client's decision
+(`decide`); ptyvisor refuses at once unless ``codex_remote_answers`` is on, and
+holds it at most ``codex_answer_wait_seconds``. With no decision the hook prints
+nothing and Codex shows its own prompt.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ptyvisor.hooks import normalise
+from ptyvisor.hooks.decide import Decision, request_decision
 from ptyvisor.hooks.normalise import Payload, cleared, questions, request_digest, row, rows, text
 
 AGENT = "codex"
 QUESTION_TOOL = "request_user_input"
+DEFAULT_DENY_MESSAGE = "Denied from ptyvisor"
 WATCH_SECONDS = 6 * 3600
 POLL_SECONDS = 0.25
 
@@ -100,6 +107,27 @@ def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
             ),
         )
     return {"type": "interaction", "at": at, "interaction": interaction}
+
+
+def decide(event: Mapping[str, Any], frames: list[Payload]) -> Payload | None:
+    """For a PermissionRequest: Codex's native answer to a client's decision, or None."""
+    if event.get("hook_event_name") != "PermissionRequest":
+        return None
+    framed = [f["interaction"] for f in frames if f.get("type") == "interaction"]
+    if not framed or framed[0].get("kind") != "approval":
+        return None
+    decision = request_decision(framed[0])
+    return native_answer(decision) if decision is not None else None
+
+
+def native_answer(decision: Decision) -> Payload:
+    """Codex's PermissionRequest hook output: the same shape as Claude's
+    (``{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision":
+    {"behavior": "allow"} | {"behavior": "deny", "message": ...}}}``)."""
+    verdict: Payload = {"behavior": decision["behavior"]}
+    if decision["behavior"] == "deny":
+        verdict["message"] = decision.get("message") or DEFAULT_DENY_MESSAGE
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
 
 
 def start_watcher(event: Mapping[str, Any]) -> None:
