@@ -457,7 +457,7 @@ def test_hook_fails_open_fast_when_the_server_is_down(tmp_path: Path) -> None:
         }
         started = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-m", "ptyvisor.hooks", sys.argv[1]],
+            [sys.executable, "-m", "ptyvisor.hooks", "claude-code"],
             input=json.dumps(BASH).encode(),
             env=env,
             capture_output=True,
