@@ -20,7 +20,7 @@ import pytest
 
 from ptyvisor.activity import ActivityPhase
 from ptyvisor.protocol import ActivityChanged
-from tests.agents.fake_model import FakeModelServer, Reply, Request
+from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.under_ptyvisor import AgentRun, agent_session
 
 pytestmark = pytest.mark.anyio
@@ -37,13 +37,6 @@ ERROR = "Fake provider says: this request is malformed"
 DIALOG_SETTLE = 0.3
 """OpenCode draws its permission / question dialog a frame before it reads keys: keys
 arriving in the same instant can be lost (the offline smoke test learned the same)."""
-
-
-async def request(model: FakeModelServer, run: AgentRun, since: int, what: str) -> Request:
-    try:
-        return await model.wait_for_request(lambda r: r.outcome == "scripted" and r.index >= since)
-    except AssertionError as error:
-        raise AssertionError(f"{what}: {error}\nscreen:\n{await run.screen()}") from None
 
 
 def cleared_to_working(change: ActivityChanged) -> bool:
@@ -65,7 +58,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         mark, since = run.mark(), len(model.requests)
         await run.submit("Write the marker file")
         await run.wait_phase("working", since=mark)
-        call = await request(model, run, since, "the shell call")
+        call = await run.scripted_request(since, "the shell call")
         approval = await run.wait_interaction(since=mark, wait=30)
         assert approval.kind == "approval"
         assert approval.agent == "opencode"
@@ -85,7 +78,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         # 2. The command's output reached the model, which asks a question.
         assert call.call_id is not None
         call_id = call.call_id
-        asked = await request(model, run, call.index + 1, "the question call")
+        asked = await run.scripted_request(call.index + 1, "the question call")
         result = asked.tool_result(call_id)
         assert result is not None and "approved-ran" in result.output, result
         assert (run.project / "out.txt").read_text().strip() == "approved-ran"
@@ -112,7 +105,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         # 3. The choice reached the model; its text answer ends the turn.
         assert asked.call_id is not None
         ask_id = asked.call_id
-        final = await request(model, run, asked.index + 1, "the answer after the question")
+        final = await run.scripted_request(asked.index + 1, "the answer after the question")
         answer = final.tool_result(ask_id)
         assert answer is not None and f'"{QUESTION}"="Blue"' in answer.output, answer
         done = await run.wait_phase("waiting", since=at_question, wait=30)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from ptyvisor.activity import ActivityPhase
-from tests.agents.fake_model import FakeModelServer, Reply, Request
-from tests.agents.under_ptyvisor import AgentRun, agent_session
+from tests.agents.fake_model import FakeModelServer, Reply
+from tests.agents.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
 
@@ -36,17 +36,6 @@ def ready(screen: str) -> bool:
     return "pi v0.73.1" in screen and "fake-model" in screen
 
 
-async def request(
-    model: FakeModelServer, run: AgentRun, since: int, what: str, *, wait: float = 30
-) -> Request:
-    try:
-        return await model.wait_for_request(
-            lambda r: r.outcome == "scripted" and r.index >= since, wait=wait
-        )
-    except AssertionError as error:
-        raise AssertionError(f"{what}: {error}\nscreen:\n{await run.screen()}") from None
-
-
 @pytest.mark.timeout(120, func_only=True)
 async def test_pi_under_ptyvisor(tmp_path: Path) -> None:
     async with FakeModelServer() as model, agent_session("pi", tmp_path, model) as run:
@@ -58,10 +47,10 @@ async def test_pi_under_ptyvisor(tmp_path: Path) -> None:
         mark, since = run.mark(), len(model.requests)
         await run.submit("Write the marker file")
         await run.wait_phase("working", since=mark)
-        call = await request(model, run, since, "the shell call")
+        call = await run.scripted_request(since, "the shell call")
         assert call.call_id is not None
         call_id = call.call_id
-        answered = await request(model, run, call.index + 1, "the answer after the tool")
+        answered = await run.scripted_request(call.index + 1, "the answer after the tool")
         result = answered.tool_result(call_id)
         assert result is not None and "pi-tool-ran" in result.output, result
         assert (run.project / "out.txt").read_text().strip() == "pi-tool-ran"
@@ -76,7 +65,7 @@ async def test_pi_under_ptyvisor(tmp_path: Path) -> None:
         await run.wait_phase("working", since=mark)
         last = since
         for n in range(ATTEMPTS):
-            last = (await request(model, run, last, f"request {n + 1}", wait=30)).index + 1
+            last = (await run.scripted_request(last, f"request {n + 1}", wait=30)).index + 1
             # Between attempts Pi is still on the turn: nothing but working so far.
             assert all(c.activity.phase is ActivityPhase.WORKING for c in run.changes[mark:])
         failed = await run.wait_phase("failed", since=mark, wait=15)

@@ -26,7 +26,7 @@ from ptyvisor.interaction import Interaction
 from ptyvisor.protocol import ActivityChanged
 from ptyvisor.server import run_server
 from ptyvisor.terminal import HeadlessTerminal
-from tests.agents.fake_model import FakeModelServer
+from tests.agents.fake_model import FakeModelServer, Request
 from tests.agents.installed import agent_bin_dir
 from tests.agents.offline import offline_env
 
@@ -81,6 +81,16 @@ class AgentRun:
         await self.type(text)
         await self.wait_screen(text, wait=15)
         await self.type("\r")
+
+    async def scripted_request(self, since: int, what: str, *, wait: float = 30) -> Request:
+        """The first scripted model request from index ``since`` on; on timeout the
+        failure says ``what`` was expected and shows the screen."""
+        try:
+            return await self.model.wait_for_request(
+                lambda r: r.outcome == "scripted" and r.index >= since, wait=wait
+            )
+        except AssertionError as error:
+            raise AssertionError(f"{what}: {error}\nscreen:\n{await self.screen()}") from None
 
     async def assert_clean(self) -> None:
         """Every frame the extension wrote was accepted, and the model saw nothing
