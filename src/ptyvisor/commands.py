@@ -235,6 +235,10 @@ def serve(options: argparse.Namespace) -> int:
                     "given by --token / PTYVISOR_TOKEN" if explicit_token else state_dir / "token"
                 )
                 print(f"token: {source}", flush=True)
+                # Like Jupyter: the one URL that logs a browser in; the page drops the
+                # token from its address at once. Printed here only, never logged.
+                page_url = config.url.replace("ws://", "http://", 1)
+                print(f"page: {page_url}?token={token}", flush=True)
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     return

@@ -286,6 +286,9 @@ class Hello(_Model):
     type: Literal["hello"] = "hello"
     protocol: int = PROTOCOL_VERSION
     server_version: str
+    agents: list[AgentName] = Field(
+        default_factory=list, description="Agent names that spawn's `agent` accepts"
+    )
 
 
 class Sessions(_Model):

@@ -1,9 +1,11 @@
 """The WebSocket server: authentication, one `Connection` per client, dispatch.
 
-Every connection must carry the token (``Authorization: Bearer …`` or ``?token=`` for
-browsers, which cannot set headers on a WebSocket); a browser's ``Origin`` must be the
-server's own host unless allowed by ``--allow-origin``. Bad messages get a typed
-``error`` back and the connection carries on.
+Every connection must carry the token: ``Authorization: Bearer …``, or, for browsers,
+which cannot set headers on a WebSocket, the subprotocol ``ptyvisor.token.<token>``
+offered beside ``ptyvisor`` (kept out of URLs) or ``?token=``. A browser's ``Origin``
+must be the server's own host unless allowed by ``--allow-origin``. Plain GETs on the
+same port are the web page (webpage.py). Bad messages get a typed ``error`` back and
+the connection carries on.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hmac
 import json
 import logging
 import os
+from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any, assert_never
 from urllib.parse import parse_qs, urlsplit
@@ -22,8 +25,10 @@ from pydantic import ValidationError
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
 
 from ptyvisor import __version__
+from ptyvisor.agents import AGENTS
 from ptyvisor.child import SIGNALS, SpawnError
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import BadAnswer, ControlServer, Gone, control_path
@@ -60,6 +65,7 @@ from ptyvisor.protocol import (
 )
 from ptyvisor.session import MAX_MESSAGE, Session
 from ptyvisor.supervisor import Supervisor, UnknownSession
+from ptyvisor.webpage import WebPage
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +82,22 @@ class RequestError(Exception):
         self.message = message
 
 
+SUBPROTOCOL = "ptyvisor"
+TOKEN_SUBPROTOCOL_PREFIX = "ptyvisor.token."
+
+
 def check_request(config: ServerConfig, request: Request) -> tuple[HTTPStatus, str] | None:
     """Refusal for an unauthenticated or cross-origin request, or None to accept it."""
     origin = request.headers.get("Origin")
     if origin is not None and not _origin_allowed(config, origin, request.headers.get("Host")):
         return HTTPStatus.FORBIDDEN, "origin not allowed\n"
-    offered = _offered_token(request)
-    if offered is None or not hmac.compare_digest(offered.encode(), config.token.encode()):
+    if not token_matches(config, _offered_token(request)):
         return HTTPStatus.UNAUTHORIZED, "missing or wrong token\n"
     return None
+
+
+def token_matches(config: ServerConfig, offered: str | None) -> bool:
+    return offered is not None and hmac.compare_digest(offered.encode(), config.token.encode())
 
 
 def _offered_token(request: Request) -> str | None:
@@ -92,8 +105,24 @@ def _offered_token(request: Request) -> str | None:
     scheme, _, value = authorization.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
+    for header in request.headers.get_all("Sec-WebSocket-Protocol"):
+        for offered in header.split(","):
+            if offered.strip().startswith(TOKEN_SUBPROTOCOL_PREFIX):
+                return offered.strip().removeprefix(TOKEN_SUBPROTOCOL_PREFIX)
     values = parse_qs(urlsplit(request.path).query).get("token")
     return values[0] if values else None
+
+
+def _select_subprotocol(
+    connection: ServerConnection, offered: Sequence[Subprotocol]
+) -> Subprotocol | None:
+    """Accept ``ptyvisor`` when offered (browsers must echo one); never echo the token."""
+    del connection
+    return Subprotocol(SUBPROTOCOL) if SUBPROTOCOL in offered else None
+
+
+def _is_upgrade(request: Request) -> bool:
+    return request.headers.get("Upgrade", "").lower() == "websocket"
 
 
 def _origin_allowed(config: ServerConfig, origin: str, host: str | None) -> bool:
@@ -113,7 +142,8 @@ class Connection:
         self._session: Session | None = None
 
     async def run(self) -> None:
-        self.outbox.put_text(Hello(server_version=__version__).model_dump_json())
+        hello = Hello(server_version=__version__, agents=list(AGENTS))
+        self.outbox.put_text(hello.model_dump_json())
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._send_loop)
@@ -327,6 +357,15 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _page_request(config: ServerConfig, page: WebPage, request: Request) -> Response:
+    origin = request.headers.get("Origin")
+    if origin is not None and not _origin_allowed(config, origin, request.headers.get("Host")):
+        return page.refuse_origin()
+    offered = _offered_token(request)
+    token_ok = None if offered is None else token_matches(config, offered)
+    return page.respond(urlsplit(request.path).path, request.headers, token_ok=token_ok)
+
+
 async def run_server(
     config: ServerConfig,
     *,
@@ -336,7 +375,11 @@ async def run_server(
     async with anyio.create_task_group() as tg:
         supervisor = Supervisor(config, tg)
 
+        page = WebPage()
+
         def process_request(connection: ServerConnection, request: Request) -> Response | None:
+            if not _is_upgrade(request):
+                return _page_request(config, page, request)
             refusal = check_request(config, request)
             if refusal is None:
                 return None
@@ -352,6 +395,7 @@ async def run_server(
             config.host,
             config.port,
             process_request=process_request,
+            select_subprotocol=_select_subprotocol,
             max_size=HARD_MESSAGE_LIMIT,
             compression=None,
             server_header=f"ptyvisor/{__version__}",

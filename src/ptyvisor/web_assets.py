@@ -1,0 +1,149 @@
+"""Vendor the web page's third-party front-end code (xterm.js) at install time.
+
+The versions are pinned, with their sha512 integrity, in ``web/package-lock.json``
+(written by ``npm install --package-lock-only`` when a version changes). Installing
+ptyvisor (``pip install``, editable or not) runs :func:`vendor` from ``setup.py``: it
+downloads each pinned tarball from the npm registry (no npm needed, only Python),
+checks its integrity, and copies the few files the page loads into
+``web/static/vendor/`` — git-ignored, never committed, never fetched at run time.
+Tarballs are cached under ``~/.cache/ptyvisor/npm`` so a reinstall works offline.
+
+Stdlib only: ``setup.py`` loads this file by path before ptyvisor's dependencies exist.
+Run ``python -m ptyvisor.web_assets`` to vendor again by hand.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import sys
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+
+WEB_DIR = Path(__file__).resolve().parent / "web"
+LOCK_FILE = WEB_DIR / "package-lock.json"
+VENDOR_DIR = WEB_DIR / "static" / "vendor"
+STAMP_NAME = ".integrity"
+DEFAULT_REGISTRY = "https://registry.npmjs.org"
+
+VENDORED: dict[str, dict[str, str]] = {
+    "@xterm/xterm": {
+        "lib/xterm.mjs": "xterm.mjs",
+        "css/xterm.css": "xterm.css",
+        "LICENSE": "LICENSE.xterm.txt",
+    },
+    "@xterm/addon-fit": {
+        "lib/addon-fit.mjs": "addon-fit.mjs",
+        "LICENSE": "LICENSE.addon-fit.txt",
+    },
+}
+"""Per npm package: file inside its tarball → name under ``static/vendor/``."""
+
+REQUIRED = ("xterm.mjs", "xterm.css", "addon-fit.mjs")
+"""What the page cannot work without; the server warns when one is missing."""
+
+
+class VendorError(Exception):
+    """A pinned package could not be fetched or did not match its integrity."""
+
+
+def pinned(lock_file: Path = LOCK_FILE) -> dict[str, tuple[str, str]]:
+    """Package name → (version, integrity) from the lock file."""
+    lock = json.loads(lock_file.read_text())
+    packages = lock["packages"]
+    result = {}
+    for name in VENDORED:
+        entry = packages[f"node_modules/{name}"]
+        result[name] = (entry["version"], entry["integrity"])
+    return result
+
+
+def missing_assets(vendor_dir: Path = VENDOR_DIR) -> list[str]:
+    return [name for name in REQUIRED if not (vendor_dir / name).is_file()]
+
+
+def vendor(
+    *, lock_file: Path = LOCK_FILE, vendor_dir: Path = VENDOR_DIR, quiet: bool = False
+) -> None:
+    """Make ``vendor_dir`` match the lock file; a no-op when it already does.
+
+    Every tarball is fetched and checked before anything is written, so a bad one
+    leaves the folder as it was.
+    """
+    pins = pinned(lock_file)
+    stamp = json.dumps(pins, sort_keys=True)
+    stamp_file = vendor_dir / STAMP_NAME
+    if not missing_assets(vendor_dir) and stamp_file.is_file() and stamp_file.read_text() == stamp:
+        return
+    tarballs = {name: _fetch(name, *pin, quiet=quiet) for name, pin in pins.items()}
+    vendor_dir.mkdir(parents=True, exist_ok=True)
+    for name, tarball in tarballs.items():
+        _extract(tarball, VENDORED[name], vendor_dir)
+    stamp_file.write_text(stamp)
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ptyvisor" / "npm"
+
+
+def _tarball_url(name: str, version: str) -> str:
+    # npm's own setting, so a mirror configured for npm is used here too.
+    registry = os.environ.get("npm_config_registry") or DEFAULT_REGISTRY  # noqa: SIM112
+    basename = name.rsplit("/", 1)[-1]
+    return f"{registry.rstrip('/')}/{name}/-/{basename}-{version}.tgz"
+
+
+def _fetch(name: str, version: str, integrity: str, *, quiet: bool) -> bytes:
+    algorithm, _, expected_b64 = integrity.partition("-")
+    if algorithm != "sha512":
+        raise VendorError(f"{name}@{version}: unsupported integrity {algorithm!r}")
+    expected = base64.b64decode(expected_b64)
+    cached = _cache_dir() / f"{expected.hex()[:32]}.tgz"
+    if cached.is_file():
+        data = cached.read_bytes()
+        if hashlib.sha512(data).digest() == expected:
+            return data
+    url = _tarball_url(name, version)
+    if not quiet:
+        print(f"ptyvisor: fetching {name}@{version} from {url}", file=sys.stderr)
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            data = bytes(response.read())
+    except OSError as error:
+        raise VendorError(f"{name}@{version}: cannot download {url}: {error}") from None
+    if hashlib.sha512(data).digest() != expected:
+        raise VendorError(f"{name}@{version}: {url} does not match the lock file's integrity")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as partial:
+        partial.write(data)
+    os.replace(partial.name, cached)
+    return data
+
+
+def _extract(tarball: bytes, files: dict[str, str], vendor_dir: Path) -> None:
+    """Copy only the named regular files; nothing in the archive chooses a path."""
+    with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:
+        for inner, target in files.items():
+            member = archive.getmember(f"package/{inner}")
+            extracted = archive.extractfile(member) if member.isfile() else None
+            if extracted is None:
+                raise VendorError(f"package/{inner} is not a regular file")
+            destination = vendor_dir / target
+            temporary = destination.with_suffix(destination.suffix + ".part")
+            temporary.write_bytes(extracted.read())
+            os.replace(temporary, destination)
+
+
+if __name__ == "__main__":
+    try:
+        vendor()
+    except VendorError as error:
+        print(f"ptyvisor: {error}", file=sys.stderr)
+        sys.exit(1)
+    print(f"vendored into {VENDOR_DIR}")
