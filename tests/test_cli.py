@@ -4,6 +4,7 @@ server process, real PTYs for ``run`` and ``attach``. Nothing is mocked."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import re
@@ -391,10 +392,26 @@ def test_serve_token_file_loopback_and_restart(tmp_path: Path) -> None:
         assert "token" in refused.stderr
         assert "Traceback" not in refused.stderr
         outputs += [refused.stdout, refused.stderr]
+        # The page URL (printed once, like Jupyter's) logs a browser in; visiting it
+        # and the auth check must not put the token in any log line.
+        stdout = server.stdout_path.read_text()
+        page = f"page: http://127.0.0.1:{server.port}/?token={token}"
+        assert stdout.splitlines().count(page) == 1, stdout
+        assert stdout.count(token) == 1
+        http_port = server.port
+        for path, headers in [
+            (f"/?token={token}", {}),
+            (f"/?token={wrong}", {}),
+            ("/api/auth", {"Authorization": f"Bearer {token}"}),
+        ]:
+            connection = http.client.HTTPConnection("127.0.0.1", http_port, timeout=5)
+            connection.request("GET", path, headers=headers)
+            connection.getresponse().read()
+            connection.close()
     finally:
         assert server.stop() == 0
-    logs = [server.output()]
-    assert "serving on" in logs[0]
+    logs = [server.stderr_path.read_text()]
+    assert "serving on" in server.output()
 
     # A restart keeps the token, and the same client still gets in.
     server = start_server(tmp_path, env, run_name="second")
@@ -405,7 +422,7 @@ def test_serve_token_file_loopback_and_restart(tmp_path: Path) -> None:
         outputs += [listed.stdout, listed.stderr]
     finally:
         assert server.stop() == 0
-    logs.append(server.output())
+    logs.append(server.stderr_path.read_text())
 
     for text in outputs + logs:
         assert token not in text
