@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
 
 
@@ -24,7 +27,9 @@ def activity(t: ActivityTracker, phase: str, at: int, **extra: Any) -> bool:
     return apply(t, type="activity", phase=phase, at=at, **extra)
 
 
-def ask(t: ActivityTracker, at: int, ident: str = "req-1", kind: str = "approval") -> bool:
+def ask(
+    t: ActivityTracker, at: int, ident: str = "req-1", kind: str = "approval", **extra: Any
+) -> bool:
     interaction = {
         "id": ident,
         "kind": kind,
@@ -34,7 +39,7 @@ def ask(t: ActivityTracker, at: int, ident: str = "req-1", kind: str = "approval
         "rows": [{"label": "Command", "value": "npm test", "monospace": True}],
         "created_at": at,
     }
-    return apply(t, type="interaction", at=at, interaction=interaction)
+    return apply(t, type="interaction", at=at, interaction=interaction, **extra)
 
 
 def cleared(t: ActivityTracker, at: int, ident: str | None = None) -> bool:
@@ -187,3 +192,54 @@ def test_started_up_only_leaves_starting() -> None:
     activity(t, "working", 20)
     assert not t.started_up(30), "only ever the first step"
     assert phase(t) is ActivityPhase.WORKING
+
+
+def subagent_stopped(t: ActivityTracker, at: int, agent_id: str) -> bool:
+    return apply(t, type="subagent_stopped", at=at, agent_id=agent_id)
+
+
+def test_a_subagents_stop_clears_only_its_own_interaction() -> None:
+    t = tracker()
+    activity(t, "working", 10)
+    ask(t, 20, "req-a", agent_id="sub-a")
+    assert not subagent_stopped(t, 30, "sub-b"), "another subagent's stop"
+    assert t.pending is not None and phase(t) is ActivityPhase.NEEDS_INPUT
+    assert subagent_stopped(t, 40, "sub-a")
+    assert t.pending is None
+    assert phase(t) is ActivityPhase.WORKING, "the main turn goes on"
+    assert not ask(t, 35, "req-a", agent_id="sub-a"), "a late copy stays cleared"
+    # The main thread's own interaction is never a subagent's to clear.
+    ask(t, 50, "req-main")
+    assert not subagent_stopped(t, 60, "sub-a")
+    assert t.pending is not None and t.pending.id == "req-main"
+
+
+def test_a_subagent_stop_older_than_the_interaction_keeps_it() -> None:
+    t = tracker()
+    # created_at is what counts (a hook stamps it; the frame may arrive a bit later).
+    interaction = {"id": "req-a", "kind": "approval", "agent": "claude-code", "created_at": 50}
+    apply(t, type="interaction", at=40, interaction=interaction, agent_id="sub-a")
+    assert not subagent_stopped(t, 45, "sub-a")
+    assert t.pending is not None
+    assert subagent_stopped(t, 50, "sub-a")
+    assert t.pending is None
+
+
+def test_subagent_stop_frames_are_validated() -> None:
+    for bad in ({"agent_id": ""}, {"agent_id": "x" * 257}, {}, {"agent_id": "a", "extra": 1}):
+        with pytest.raises(ValidationError):
+            FRAME_PAYLOAD.validate_python({"type": "subagent_stopped", "at": 1, **bad})
+
+
+def test_a_subagents_question_outlives_the_main_turn() -> None:
+    # Claude Code runs subagents in the background: the main turn ends, the subagent asks.
+    t = tracker()
+    activity(t, "working", 10)
+    ask(t, 20, "req-a", agent_id="sub-a")
+    assert not cleared(t, 30)  # a prompt submitted is the main thread's
+    activity(t, "waiting", 40)  # the main turn's Stop
+    assert t.pending is not None and phase(t) is ActivityPhase.NEEDS_INPUT
+    activity(t, "failed", 50)
+    assert t.pending is not None and phase(t) is ActivityPhase.FAILED
+    activity(t, "stopped", 60)  # the session's end clears everything
+    assert t.pending is None and phase(t) is ActivityPhase.STOPPED

@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,16 @@ from ptyvisor.agents import (
     claude_settings,
     codex_overrides,
 )
-from ptyvisor.client import Client, ServerError
+from ptyvisor.client import Client, Event, ServerError
 from ptyvisor.config import Settings, load_settings, save_settings
 from ptyvisor.control import MAX_LINE, BadAnswer, check_answer
 from ptyvisor.frames import new_nonce
 from ptyvisor.hooks.claude_code import native_answer
+from ptyvisor.hooks.normalise import request_digest
 from ptyvisor.interaction import Interaction, Option, Question
-from ptyvisor.protocol import ActivityChanged
+from ptyvisor.protocol import ActivityChanged, Sessions, SessionSummary
 
-from .conftest import RunningServer, output_until, poll, until
+from .conftest import TOKEN, RunningServer, output_until, poll, until
 
 SUGGESTION = {
     "type": "addRules",
@@ -317,8 +319,21 @@ class FrameRun(HookRun):
 
     async def held(self, ident: str) -> bool:
         error = await self.error_of(ident, suggestion=99)
-        assert error.code in ("bad_request", "gone"), error
+        assert error.code in ("bad_request", "gone", "not_answerable"), error
         return error.code == "bad_request"
+
+    async def start_hook(self, name: str, payload: dict[str, Any]) -> FrameRun:
+        """One more detached Claude hook run, in subdirectory ``name`` of this session's
+        directory; returns once its frame was applied."""
+        directory = self.dir / name
+        directory.mkdir()
+        (directory / "payload.json").write_text(json.dumps(payload))
+        (directory / "wrap.py").write_text(WRAPPER)
+        await self._run(f"cd {name} && setsid {sys.executable} wrap.py claude-code &\n")
+        return FrameRun(self.client, directory, self.session)
+
+    async def summary(self) -> SessionSummary:
+        return next(item for item in await self.client.list() if item.id == self.session)
 
     async def created_at(self) -> int:
         for item in await self.client.list():
@@ -411,6 +426,9 @@ async def test_control_socket_refuses_strangers_and_serves_its_own(
     assert await anyio.to_thread.run_sync(refused, request(nonce=new_nonce()))
     assert await anyio.to_thread.run_sync(refused, request(session="s00000000"))
     assert await anyio.to_thread.run_sync(refused, request(interaction={"id": "x"}))
+    assert await anyio.to_thread.run_sync(refused, request(agent_id=""))
+    assert await anyio.to_thread.run_sync(refused, request(agent_id=7))
+    assert await anyio.to_thread.run_sync(refused, request(agent_id="a" * 257))
     assert await anyio.to_thread.run_sync(refused, b"not json\n")
     huge = request()[:-2] + b', "pad": "' + b"x" * MAX_LINE + b'"}\n'
     assert await anyio.to_thread.run_sync(refused, huge)
@@ -586,7 +604,9 @@ async def test_codex_remote_answers_off_fails_open_at_once(
     assert (result["rc"], result["stdout"]) == (0, ""), result
     assert result["seconds"] < 2, result
     ident = await poll(run._pending)
-    assert (await run.error_of(ident, behavior="allow")).code == "gone"
+    error = await run.error_of(ident, behavior="allow")
+    assert error.code == "not_answerable"
+    assert "can only be answered in the terminal" in error.message
 
 
 @pytest.mark.anyio
@@ -619,3 +639,161 @@ def test_codex_permission_request_hook_timeout_exceeds_the_wait() -> None:
     overrides = codex_overrides()
     permission = next(arg for arg in overrides if arg.startswith("hooks.PermissionRequest="))
     assert f"timeout = {CODEX_DECISION_TIMEOUT_SECONDS} " in permission
+
+
+# --------------------------------------------------------------------------- subagents
+
+
+def bash_in(command: str, agent_id: str | None = None) -> dict[str, Any]:
+    """A Claude Bash PermissionRequest, raised in subagent ``agent_id`` if given (2.1.332
+    adds ``agent_id`` and ``agent_type`` to every hook payload fired in a subagent)."""
+    payload = {**BASH, "tool_input": {"command": command, "description": "Deploy"}}
+    if agent_id is not None:
+        payload.update(agent_id=agent_id, agent_type="general-purpose")
+    return payload
+
+
+def subagent_stop(agent_id: str) -> dict[str, Any]:
+    """Claude Code 2.1.332's SubagentStop payload (fields as in its hook input schema)."""
+    return {
+        "session_id": "native-1",
+        "hook_event_name": "SubagentStop",
+        "stop_hook_active": False,
+        "agent_id": agent_id,
+        "agent_type": "general-purpose",
+        "agent_transcript_path": "/nonexistent/agent.jsonl",
+    }
+
+
+@pytest.mark.anyio
+async def test_a_subagents_requests_end_with_its_own_stop(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    main_payload, a_payload, b_payload = (
+        bash_in("make main"),
+        bash_in("make a", "agent-a"),
+        bash_in("make b", "agent-b"),
+    )
+    main_ident, a_ident, b_ident = (
+        request_digest("Bash", p["tool_input"]) for p in (main_payload, a_payload, b_payload)
+    )
+    idents = (main_ident, a_ident, b_ident)
+    run = await FrameRun.begin(client, tmp_path, main_payload)
+    assert await run.waiting() == main_ident
+    a = await run.start_hook("a", a_payload)
+    await poll(lambda: run.held(a_ident))
+    b = await run.start_hook("b", b_payload)
+    await poll(lambda: run.held(b_ident))
+    b_created = await run.created_at()  # the card shows the newest: B's
+
+    # A late stop of B, from before B's request: it withdraws nothing.
+    await run.frame({"type": "subagent_stopped", "at": b_created - 1, "agent_id": "agent-b"})
+    assert [await run.held(i) for i in idents] == [True, True, True]
+
+    # The main turn's Stop (the real hook): the main thread's request only. Subagents
+    # run in the background and still ask: their requests and B's card stay.
+    await run.hook({"hook_event_name": "Stop", "session_id": "native-1"})
+    result = await run.result()
+    assert (result["rc"], result["stdout"]) == (0, ""), result
+    assert [await run.held(i) for i in idents] == [False, True, True]
+    summary = await run.summary()
+    assert summary.pending_interaction is not None
+    assert (summary.pending_interaction.id, summary.answerable) == (b_ident, True)
+    assert summary.activity.phase.value == "needs_input"
+
+    # A's own stop (the real hook): A's request only; A's hook fails open.
+    await run.hook(subagent_stop("agent-a"))
+    result = await a.result()
+    assert (result["rc"], result["stdout"]) == (0, ""), result
+    assert [await run.held(i) for i in idents] == [False, False, True]
+    assert (await run.error_of(a_ident, behavior="allow")).code == "gone"
+
+    # B's stop: B's request, and its card.
+    await run.hook(subagent_stop("agent-b"))
+    assert (await b.result())["stdout"] == ""
+    assert not await run.held(b_ident)
+    assert (await run.summary()).pending_interaction is None
+
+
+@pytest.mark.anyio
+async def test_a_subagent_request_is_answered_like_any_other(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    run = await HookRun.start(client, tmp_path, bash_in("make sub", "agent-a"))
+    ident = await run.waiting()
+    await run.answer(ident, behavior="deny", message="not from a subagent")
+    assert decision_of(await run.result()) == {"behavior": "deny", "message": "not from a subagent"}
+
+
+# --------------------------------------------------------------------------- answerable
+
+CODEX_QUESTION = {
+    "session_id": "native-2",
+    "turn_id": "turn-1",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "request_user_input",
+    "tool_input": {
+        "questions": [
+            {
+                "id": "q0",
+                "header": "Colour",
+                "question": "Which colour?",
+                "options": [{"label": "Red", "description": "warm"}, {"label": "Blue"}],
+            }
+        ]
+    },
+}
+
+
+@pytest.mark.anyio
+async def test_clients_see_whether_the_pending_interaction_is_answerable(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    async with Client.connect(server.url, TOKEN) as watcher:
+        await watcher.watch_sessions()
+        run = await HookRun.start(client, tmp_path, BASH)
+        await client.attach(run.session, since=0)
+
+        def listed(answerable: bool) -> Callable[[Event], bool]:
+            def check(event: Event) -> bool:
+                return isinstance(event, Sessions) and any(
+                    s.id == run.session and s.pending_interaction and s.answerable is answerable
+                    for s in event.sessions
+                )
+
+            return check
+
+        # Held: pushed to the attached client (activity) and to the session list.
+        events = await until(client, lambda e: isinstance(e, ActivityChanged) and e.answerable)
+        change = events[-1]
+        assert isinstance(change, ActivityChanged) and change.pending_interaction is not None
+        ident = change.pending_interaction.id
+        await until(watcher, listed(True))
+        await run.answer(ident, behavior="allow")
+        await run.result()
+        # Answered: the card stays until the tool call finishes, but is not answerable.
+        events = await until(client, lambda e: isinstance(e, ActivityChanged))
+        change = events[-1]
+        assert isinstance(change, ActivityChanged) and change.pending_interaction is not None
+        assert (change.pending_interaction.id, change.answerable) == (ident, False)
+        await until(watcher, listed(False))
+        error = await run.error_of(ident, behavior="allow")
+        assert (error.code, "already answered" in error.message) == ("gone", True)
+
+
+@pytest.mark.anyio
+async def test_a_codex_question_can_only_be_answered_in_the_terminal(
+    server: RunningServer, client: Client, tmp_path: Path
+) -> None:
+    server.config.settings.codex_remote_answers = True  # even so: no hook holds it
+    run = await HookRun.start(client, tmp_path, CODEX_QUESTION, agent="codex")
+    result = await run.result()
+    assert (result["rc"], result["stdout"]) == (0, ""), result
+    ident = await poll(run._pending)
+    summary = next(item for item in await client.list() if item.id == run.session)
+    assert summary.pending_interaction is not None
+    assert (summary.pending_interaction.kind, summary.answerable) == ("question", False)
+    error = await run.error_of(ident, answers={"q0": ["Red"]})
+    assert error.code == "not_answerable"
+    assert "can only be answered in the terminal" in error.message
+    assert (await run.error_of("req-nope", behavior="allow")).code == "gone"

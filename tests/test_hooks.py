@@ -52,8 +52,10 @@ def test_claude_turn_mapping() -> None:
 
 def test_claude_subagents_do_not_end_the_turn() -> None:
     assert claude_code.map_event(claude("Stop", agent_id="sub-1"), 1) == []
-    assert claude_code.map_event(claude("SubagentStop", agent_id="sub-1"), 1) == []
     assert claude_code.map_event(claude("PreToolUse", agent_id="sub-1", tool_name="Read"), 1) == []
+    # A subagent's own stop ends only that subagent's requests (test_control.py).
+    stop = claude_code.map_event(claude("SubagentStop", agent_id="sub-1"), 1)
+    assert stop == [{"type": "subagent_stopped", "at": 1, "agent_id": "sub-1"}]
 
 
 def test_claude_permission_request_is_a_masked_typed_approval() -> None:

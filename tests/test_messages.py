@@ -1,5 +1,5 @@
-"""Messages queued for a running session: a real Claude Stop hook run inside a real
-session takes one over the real control socket of a real server."""
+"""Messages queued for a running session: a real Claude Code or Codex Stop hook run
+inside a real session takes one over the real control socket of a real server."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from .conftest import RunningServer, poll
 
 LOOP = 'while read name; do sh "$name"; done'
 """The session's program: run each script whose name arrives as a line of input."""
-HOOK = f"{sys.executable} -m ptyvisor.hooks claude-code"
 PROMPT = {"hook_event_name": "UserPromptSubmit", "session_id": "native-1", "prompt": "go"}
 STOP = {"hook_event_name": "Stop", "session_id": "native-1", "stop_hook_active": False}
 # Takes the queued message like a Stop hook, records the reply, and exits without
@@ -40,16 +39,19 @@ while not os.path.exists("release"):
 class Shell:
     """A session running scripts on request, from its own directory."""
 
-    def __init__(self, client: Client, directory: Path, session_id: str) -> None:
+    def __init__(
+        self, client: Client, directory: Path, session_id: str, agent: str = "claude-code"
+    ) -> None:
         self.client = client
         self.dir = directory
         self.session = session_id
+        self.agent = agent
         self.steps = 0
 
     @classmethod
-    async def start(cls, client: Client, directory: Path) -> Shell:
+    async def start(cls, client: Client, directory: Path, agent: str = "claude-code") -> Shell:
         session = await client.spawn(["sh", "-c", LOOP], cwd=str(directory))
-        return cls(client, directory, session.id)
+        return cls(client, directory, session.id, agent)
 
     async def run(self, script: str) -> None:
         self.steps += 1
@@ -58,11 +60,12 @@ class Shell:
         await self.client.input(self.session, name + "\n")
 
     async def hook(self, event: dict[str, Any], out: str = "out.json") -> None:
-        """Run the real Claude hook for ``event``; its stdout goes to ``out``, complete
-        once ``out.done`` exists."""
+        """Run the real hook of ``agent`` for ``event``; its stdout goes to ``out``,
+        complete once ``out.done`` exists."""
         (self.dir / "event.json").write_text(json.dumps(event))
         (self.dir / f"{out}.done").unlink(missing_ok=True)
-        await self.run(f"{HOOK} < event.json > {out}; touch {out}.done\n")
+        hook = f"{sys.executable} -m ptyvisor.hooks {self.agent}"
+        await self.run(f"{hook} < event.json > {out}; touch {out}.done\n")
         await poll(self._exists(f"{out}.done"), wait=15)
 
     def _exists(self, name: str) -> Any:
@@ -100,10 +103,11 @@ class Shell:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
 async def test_the_stop_hook_blocks_with_the_newest_queued_message(
-    server: RunningServer, client: Client, tmp_path: Path
+    server: RunningServer, client: Client, tmp_path: Path, agent: str
 ) -> None:
-    shell = await Shell.start(client, tmp_path)
+    shell = await Shell.start(client, tmp_path, agent)
     await shell.working()
     await shell.send("first")
     assert await shell.queued() == "first"
@@ -113,8 +117,8 @@ async def test_the_stop_hook_blocks_with_the_newest_queued_message(
     output = json.loads((tmp_path / "out.json").read_text())
     assert output == {"decision": "block", "reason": "then run the tests"}
     assert await shell.queued() is None
-    await shell.phase("working")  # Claude goes on with it
-    # Claude's next Stop, continuing because of the hook: nothing taken, no loop.
+    await shell.phase("working")  # the agent goes on with it
+    # The next Stop, continuing because of the hook: nothing taken, no loop.
     await shell.send("later")
     await shell.hook({**STOP, "stop_hook_active": True}, out="again.json")
     assert (tmp_path / "again.json").read_text() == ""

@@ -20,6 +20,13 @@ Rules (each one pinned by a test):
   commands get identical digest ids) is shown again. A
   weaker ``needs_input`` report (Claude's Notification) keeps the richer pending
   interaction.
+- An interaction raised inside a subagent (its frame carries the ``agent_id``) belongs
+  to that subagent, not to the main turn: Claude Code 2.1.332 runs every subagent in
+  the background, so the main turn may end (``waiting``, ``failed``) or a prompt be
+  submitted while the subagent still asks. Those keep it pending (``waiting`` shows as
+  ``needs_input`` meanwhile); the subagent's own stop (``subagent_stopped`` with the
+  same id) clears it if it was created no later than that stop, its tool call's end
+  clears it by id, and ``stopped`` and the exit clear everything.
 """
 
 from __future__ import annotations
@@ -77,6 +84,9 @@ class ActivityReport(BaseModel):
     native_session_id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
 
+SubagentId = Annotated[str, Field(min_length=1, max_length=256)]
+
+
 class InteractionReport(BaseModel):
     """Frame payload ``{"type": "interaction", ...}``: the agent is blocked on this."""
 
@@ -85,6 +95,9 @@ class InteractionReport(BaseModel):
     type: Literal["interaction"]
     at: int = Field(ge=0)
     interaction: Interaction
+    agent_id: SubagentId | None = Field(
+        default=None, description="The subagent that asked; absent for the main thread"
+    )
 
 
 class InteractionCleared(BaseModel):
@@ -98,10 +111,22 @@ class InteractionCleared(BaseModel):
     reason: Annotated[str, Field(max_length=256)] | None = None
 
 
+class SubagentStopped(BaseModel):
+    """Frame payload ``{"type": "subagent_stopped", ...}``: one subagent finished (Claude
+    Code's SubagentStop). It ends that subagent's own requests, never the main turn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["subagent_stopped"]
+    at: int = Field(ge=0)
+    agent_id: SubagentId
+
+
 # The ``type`` field discriminates, so an unknown type is a validation failure,
 # never a guess.
 FramePayload = Annotated[
-    ActivityReport | InteractionReport | InteractionCleared, Field(discriminator="type")
+    ActivityReport | InteractionReport | InteractionCleared | SubagentStopped,
+    Field(discriminator="type"),
 ]
 FRAME_PAYLOAD = TypeAdapter[FramePayload](FramePayload)
 
@@ -118,6 +143,7 @@ class ActivityTracker:
         phase = ActivityPhase.STARTING if agent else ActivityPhase.UNAVAILABLE
         self._activity = Activity(phase=phase, since=now_ms, agent=agent)
         self._pending: Interaction | None = None
+        self._pending_subagent: str | None = None
         self._cleared: OrderedDict[str, int] = OrderedDict()  # id -> when it was cleared
         self._last_at = 0
         self._final = False
@@ -142,15 +168,21 @@ class ActivityTracker:
                 return self._interaction(payload)
             case InteractionCleared():
                 return self._cleared_by(payload)
+            case SubagentStopped():
+                return self._subagent_stopped(payload)
 
     def _report(self, report: ActivityReport) -> bool:
         phase = ActivityPhase(report.phase)
-        changed = False
-        if phase in TURN_ENDS and self._pending is not None:
-            changed = self._clear()
-        if phase is ActivityPhase.WORKING and self._pending is not None:
+        # The session's end clears any pending interaction; the main turn's end, only the
+        # main thread's.
+        clears = phase is ActivityPhase.STOPPED or (
+            phase in TURN_ENDS and self._pending_subagent is None
+        )
+        changed = clears and self._clear()
+        if phase in (ActivityPhase.WORKING, ActivityPhase.WAITING) and self._pending is not None:
             # Still blocked: a hook of another kind (a subagent, a late PreToolUse)
-            # does not prove the pending question was answered.
+            # does not prove the pending question was answered, and a subagent's
+            # question outlives the main turn's end (subagents run in the background).
             phase = ActivityPhase.NEEDS_INPUT
         return (
             self._set_phase(
@@ -169,6 +201,7 @@ class ActivityTracker:
             return False
         changed = interaction != self._pending
         self._pending = interaction
+        self._pending_subagent = report.agent_id
         return (
             self._set_phase(
                 ActivityPhase.NEEDS_INPUT, at=report.at, agent=interaction.agent, reason=None
@@ -181,11 +214,25 @@ class ActivityTracker:
         if report.id is not None and (pending is None or pending.id != report.id):
             self._remember_cleared(report.id, report.at)  # answered before its frame arrived
             return False
-        if pending is None:
+        if pending is None or (report.id is None and self._pending_subagent is not None):
+            return False  # a new prompt is the main thread's: a subagent's question stays
+        return self._resolved(report.at)
+
+    def _subagent_stopped(self, report: SubagentStopped) -> bool:
+        pending = self._pending
+        if (
+            pending is None
+            or self._pending_subagent != report.agent_id
+            or pending.created_at > report.at
+        ):
             return False
-        self._clear(report.at)
+        return self._resolved(report.at)
+
+    def _resolved(self, at: int) -> bool:
+        """The pending interaction is over but the turn goes on: back to ``working``."""
+        self._clear(at)
         if self._activity.phase is ActivityPhase.NEEDS_INPUT:
-            self._set_phase(ActivityPhase.WORKING, at=report.at, reason=None)
+            self._set_phase(ActivityPhase.WORKING, at=at, reason=None)
         return True
 
     def started_up(self, at: int) -> bool:
@@ -213,6 +260,7 @@ class ActivityTracker:
             return False
         self._remember_cleared(self._pending.id, self._last_at if at is None else at)
         self._pending = None
+        self._pending_subagent = None
         return True
 
     def _remember_cleared(self, ident: str, at: int) -> None:

@@ -4,12 +4,14 @@ A Unix socket ``<state_dir>/control/ptyvisor.sock`` in a 0700 directory; its pat
 reaches every child as ``PTYVISOR_CONTROL``. Line-delimited JSON, each line at most
 1 MiB. A hook sends one line::
 
-    {"op": "request", "session": id, "nonce": nonce, "interaction": {...}}
+    {"op": "request", "session": id, "nonce": nonce, "interaction": {...},
+     "agent_id": id?}
 
-(the same normalised, masked interaction its frame carries) and holds the
-connection open. An unknown session, a wrong nonce or a malformed line is refused
-without detail: the connection is closed. The request then waits, in memory only
-(never persisted or logged), bound to its connection, until
+(the same normalised, masked interaction its frame carries; ``agent_id`` names the
+subagent that asked, as its frame does) and holds the connection open. An unknown
+session, a wrong nonce or a malformed line is refused without detail: the connection
+is closed. The request then waits, in memory only (never persisted or logged), bound
+to its connection, until
 
 - a client answers it: the server writes one line
   ``{"op": "decision", "behavior", "message", "suggestion", "answers"}`` and forgets it;
@@ -18,10 +20,17 @@ without detail: the connection is closed. The request then waits, in memory only
 - the session's process exits or the session is closed: withdrawn, connection closed;
 - a newer request for the same interaction id arrives: the older one is withdrawn;
 - the session applies a frame that ends it (`frame_applied`): an
-  ``interaction_cleared`` naming its id (the tool call finished: PostToolUse), one
-  without an id (a prompt was submitted), or a turn end (``waiting``, ``failed``,
-  ``stopped``: Stop and friends). Only requests created at or before the frame's
-  ``at`` are withdrawn, so a late event never withdraws a newer request.
+  ``interaction_cleared`` naming its id (the tool call finished: PostToolUse), the
+  session's end (``stopped``); for the main thread's requests, a prompt submitted (an
+  ``interaction_cleared`` without an id) or the main turn's end (``waiting``,
+  ``failed``: Stop, StopFailure); for a subagent's, a ``subagent_stopped`` naming it
+  (its own stop: other subagents' and the main thread's requests stay, and the main
+  turn's end does not touch it — Claude Code runs subagents in the background, so
+  they outlive it). Only requests created at or before the frame's ``at`` are
+  withdrawn, so a late event never withdraws a newer request.
+
+Whether a request is held for a session's pending interaction is what makes it
+``answerable`` to clients; every change is reported through ``on_change``.
 
 Codex (``interaction.agent == "codex"``) hides its own prompt while its hook waits
 and gives the hook ~30 s: its requests are refused at once unless the persisted
@@ -48,6 +57,7 @@ import hmac
 import json
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +68,13 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import ValidationError
 
-from ptyvisor.activity import TURN_ENDS, ActivityPhase, ActivityReport, InteractionCleared
+from ptyvisor.activity import (
+    TURN_ENDS,
+    ActivityPhase,
+    ActivityReport,
+    InteractionCleared,
+    SubagentStopped,
+)
 from ptyvisor.config import Settings
 from ptyvisor.interaction import MAX_TEXT, Interaction
 
@@ -74,13 +90,25 @@ CODEX = "codex"
 SOCKET_NAME = "ptyvisor.sock"
 MAX_SOCKET_PATH = 100
 """AF_UNIX paths are limited to ~107 bytes; beyond this no control socket is served."""
+MAX_AGENT_ID = 256
+ENDED_MEMORY = 1024
+"""How many ended requests are remembered, to tell "over" from "never held"."""
 
 Behavior = Literal["allow", "deny"]
 Answers = Mapping[str, list[str] | str]
 
 
 class Gone(Exception):
-    """No request with that id is waiting."""
+    """No request with that id is waiting.
+
+    ``terminal_only``: it is the session's pending interaction, but no hook ever waited
+    for a remote answer to it (a Codex question, Codex with remote answers off), so
+    only the terminal can answer it — unlike one answered, withdrawn or timed out.
+    """
+
+    def __init__(self, interaction_id: str, *, terminal_only: bool = False) -> None:
+        super().__init__(interaction_id)
+        self.terminal_only = terminal_only
 
 
 class BadAnswer(ValueError):
@@ -123,6 +151,8 @@ class PendingRequest:
 
     session: str
     interaction: Interaction
+    agent_id: str | None = None
+    """The subagent that asked (None: the main thread); its own stop withdraws it."""
     decision: Decision | None = None
     decided: anyio.Event = field(default_factory=anyio.Event)
     delivered: bool = False
@@ -202,51 +232,109 @@ def _check_answers(interaction: Interaction, answers: Answers) -> dict[str, list
 
 
 class PendingRequests:
-    """Every waiting request, by (session, interaction id). In memory only."""
+    """Every waiting request, by (session, interaction id). In memory only.
 
-    def __init__(self) -> None:
+    ``on_change(session)`` is called whenever the set held for that session changes,
+    so that clients learn whether its pending interaction can be answered.
+    """
+
+    def __init__(self, on_change: Callable[[str], None] | None = None) -> None:
         self._waiting: dict[tuple[str, str], PendingRequest] = {}
+        self._ended: OrderedDict[tuple[str, str], int] = OrderedDict()
+        """(session, interaction id) -> created_at of the last request that ended."""
+        self._on_change = on_change
 
     def add(self, request: PendingRequest) -> None:
         """Register; a request already waiting under the same id is withdrawn."""
         key = (request.session, request.interaction.id)
-        older = self._waiting.pop(key, None)
+        older = self._waiting.get(key)
         if older is not None:
+            self._forget(key, older)
             older.done.set()
         self._waiting[key] = request
+        self._changed(request.session)
 
     def remove(self, request: PendingRequest) -> None:
+        """Out of the registry (answered, or its hook left); nothing more is done to it."""
         key = (request.session, request.interaction.id)
         if self._waiting.get(key) is request:
-            del self._waiting[key]
+            self._forget(key, request)
+            self._changed(request.session)
 
-    def get(self, session: str, interaction_id: str) -> PendingRequest:
-        request = self._waiting.get((session, interaction_id))
+    def _forget(self, key: tuple[str, str], request: PendingRequest) -> None:
+        del self._waiting[key]
+        self._ended[key] = request.interaction.created_at
+        self._ended.move_to_end(key)
+        while len(self._ended) > ENDED_MEMORY:
+            self._ended.popitem(last=False)
+
+    def holds(self, session: str, interaction_id: str) -> bool:
+        """Whether a hook waits for an answer to ``interaction_id``."""
+        return (session, interaction_id) in self._waiting
+
+    def _changed(self, session: str) -> None:
+        if self._on_change is not None:
+            self._on_change(session)
+
+    def get(
+        self, session: str, interaction_id: str, *, pending: Interaction | None = None
+    ) -> PendingRequest:
+        """The waiting request; raises Gone. ``pending`` (the session's pending
+        interaction) tells a request no hook ever held (``terminal_only``) from one
+        that is over."""
+        key = (session, interaction_id)
+        request = self._waiting.get(key)
         if request is None:
-            raise Gone(interaction_id)
+            terminal_only = (
+                pending is not None
+                and pending.id == interaction_id
+                and self._ended.get(key) != pending.created_at
+            )
+            raise Gone(interaction_id, terminal_only=terminal_only)
         return request
 
     def __len__(self) -> int:
         return len(self._waiting)
 
     def frame_applied(self, session: str, payload: object) -> None:
-        """A session applied an authenticated frame: withdraw the requests it ends."""
-        match payload:
-            case InteractionCleared(id=ident, at=at):
-                self.withdraw(session, before=at, ident=ident)
-            case ActivityReport(phase=phase, at=at) if ActivityPhase(phase) in TURN_ENDS:
-                self.withdraw(session, before=at)
+        """A session applied an authenticated frame: withdraw the requests it ends.
 
-    def withdraw(self, session: str, *, before: int, ident: str | None = None) -> None:
-        """Withdraw ``session``'s requests created at or before ``before`` (only the one
-        with id ``ident`` if given); their hook connections close."""
+        The main turn's boundaries end the main thread's requests; a subagent's end
+        with its own stop (it may outlive the main turn: subagents run in the
+        background); the session's end and a finished tool call end any.
+        """
+        match payload:
+            case InteractionCleared(id=None, at=at):
+                self.withdraw(session, before=at, which=_main_thread)
+            case InteractionCleared(id=ident, at=at):
+                self.withdraw(session, before=at, which=lambda r: r.interaction.id == ident)
+            case ActivityReport(phase="stopped", at=at):
+                self.withdraw(session, before=at)
+            case ActivityReport(phase=phase, at=at) if ActivityPhase(phase) in TURN_ENDS:
+                self.withdraw(session, before=at, which=_main_thread)
+            case SubagentStopped(agent_id=agent_id, at=at):
+                self.withdraw(session, before=at, which=lambda r: r.agent_id == agent_id)
+
+    def withdraw(
+        self,
+        session: str,
+        *,
+        before: int,
+        which: Callable[[PendingRequest], bool] = lambda request: True,
+    ) -> None:
+        """Withdraw ``session``'s requests created at or before ``before`` (only those
+        ``which`` picks); their hook connections close."""
+        withdrawn = False
         for key, request in list(self._waiting.items()):
             if key[0] != session or request.interaction.created_at > before:
                 continue
-            if ident is not None and key[1] != ident:
+            if not which(request):
                 continue
-            del self._waiting[key]
+            self._forget(key, request)
             request.done.set()
+            withdrawn = True
+        if withdrawn:
+            self._changed(session)
 
     async def answer(
         self,
@@ -257,14 +345,16 @@ class PendingRequests:
         message: str | None,
         suggestion: int | None,
         answers: Answers | None,
+        pending: Interaction | None = None,
     ) -> None:
         """Deliver a client's answer; raises Gone or BadAnswer.
 
         A bad answer leaves the request waiting; a fitting one takes it out of the
         registry at once (so a second answer is ``Gone``) and returns once the
         decision line is written to the hook — ``Gone`` if the hook went away first.
+        ``pending``: the session's pending interaction (see `get`).
         """
-        request = self.get(session, interaction_id)
+        request = self.get(session, interaction_id, pending=pending)
         decision = check_answer(
             request.interaction,
             behavior=behavior,
@@ -279,6 +369,10 @@ class PendingRequests:
             await request.done.wait()
         if not request.delivered:
             raise Gone(interaction_id)
+
+
+def _main_thread(request: PendingRequest) -> bool:
+    return request.agent_id is None
 
 
 def control_path(state_dir: Path) -> Path:
@@ -438,7 +532,13 @@ class ControlServer:
             interaction = Interaction.model_validate(message.get("interaction"))
         except ValidationError:
             return None
-        return session, PendingRequest(session=session_id, interaction=interaction)
+        agent_id = message.get("agent_id")
+        if agent_id is not None and (
+            not isinstance(agent_id, str) or not 0 < len(agent_id) <= MAX_AGENT_ID
+        ):
+            return None
+        request = PendingRequest(session=session_id, interaction=interaction, agent_id=agent_id)
+        return session, request
 
 
 def _prepare_directory(path: Path) -> None:

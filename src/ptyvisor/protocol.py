@@ -69,6 +69,12 @@ class SessionSummary(_Model):
     process: ProcessState
     activity: Activity
     pending_interaction: Interaction | None = None
+    answerable: bool = Field(
+        default=False,
+        description="Whether a client can answer the pending interaction (see answer): an "
+        "agent hook is waiting for the answer. False means it can only be answered in the "
+        "terminal (a Codex question, Codex with remote answers off, a timed-out wait)",
+    )
     queued_message: str | None = Field(
         default=None, description="The message queued for the agent's next Stop (see send)"
     )
@@ -222,7 +228,9 @@ class Answer(_Request):
     characters). A question is answered with ``answers``: per question id, a list of
     option labels or a free text (at most 4000 characters), or declined with
     ``behavior: "deny"``. Errors: ``gone`` when nothing with that id is waiting,
-    ``bad_request`` when the answer does not fit the interaction.
+    ``not_answerable`` when it is the session's pending interaction but no hook waits
+    for a remote answer (it can only be answered in the terminal), ``bad_request``
+    when the answer does not fit the interaction.
     """
 
     type: Literal["answer"]
@@ -338,6 +346,9 @@ class ActivityChanged(_Model):
     session: SessionId
     activity: Activity
     pending_interaction: Interaction | None = None
+    answerable: bool = Field(
+        default=False, description="Whether a client can answer the pending interaction"
+    )
 
 
 class ProcessChanged(_Model):
@@ -379,6 +390,7 @@ ErrorCode = Literal[
     "session_exited",
     "spawn_failed",
     "gone",
+    "not_answerable",
     "bad_request",
     "not_running",
     "internal",

@@ -285,7 +285,7 @@ class Connection:
                 session = supervisor.get(request.session)
                 self._reply(Stats(req_id=request.req_id, session=session.id, stats=session.stats()))
             case Answer():
-                supervisor.get(request.session)
+                session = supervisor.get(request.session)
                 try:
                     await supervisor.requests.answer(
                         request.session,
@@ -294,8 +294,15 @@ class Connection:
                         message=request.message,
                         suggestion=request.suggestion,
                         answers=request.answers,
+                        pending=session.tracker.pending,
                     )
-                except Gone:
+                except Gone as gone:
+                    if gone.terminal_only:
+                        raise RequestError(
+                            "not_answerable",
+                            f"interaction {request.interaction!r} can only be answered in the "
+                            "terminal: no agent hook is waiting for a remote answer",
+                        ) from None
                     raise RequestError(
                         "gone",
                         f"interaction {request.interaction!r} is not waiting: already "

@@ -112,6 +112,7 @@ class Session:
         on_change: Callable[[], None],
         agent: str | None = None,
         on_frame: Callable[[str, FramePayload], None] | None = None,
+        holds: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.id = session_id
         self.agent = agent
@@ -122,6 +123,9 @@ class Session:
         self._nonce = new_nonce()
         self._on_change = on_change
         self._on_frame = on_frame
+        self._holds = holds
+        """Whether a hook waits on the control socket for (session, interaction id)."""
+        self._answerable_shown = False
         self.size = TermSize(cols=cols, rows=rows)
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
         child_env.setdefault("TERM", "xterm-256color")
@@ -522,6 +526,19 @@ class Session:
             ),
         )
 
+    @property
+    def answerable(self) -> bool:
+        """Whether a client can answer the pending interaction: only while an agent hook
+        holds a request for it (Codex questions, for one, are answered in the terminal)."""
+        pending = self.tracker.pending
+        return pending is not None and self._holds is not None and self._holds(self.id, pending.id)
+
+    def requests_changed(self) -> None:
+        """A hook began or stopped waiting for an answer: clients learn when that changes
+        whether the pending interaction is answerable."""
+        if self.answerable != self._answerable_shown:
+            self._activity_changed()
+
     def summary(self) -> SessionSummary:
         activity = self.tracker.activity
         return SessionSummary(
@@ -533,6 +550,7 @@ class Session:
             process=self.process,
             activity=activity,
             pending_interaction=self.tracker.pending,
+            answerable=self.answerable,
             queued_message=self.queued_message,
             clients=len(self._subscribers),
             created_at=self.created_at,
@@ -551,10 +569,12 @@ class Session:
         )
 
     def _activity_changed(self) -> None:
+        self._answerable_shown = self.answerable
         changed = ActivityChanged(
             session=self.id,
             activity=self.tracker.activity,
             pending_interaction=self.tracker.pending,
+            answerable=self._answerable_shown,
         )
         self._broadcast(changed.model_dump_json())
         self._on_change()

@@ -32,7 +32,7 @@ class Supervisor:
         self._tg = task_group
         self._sessions: dict[str, Session] = {}
         self._watchers: set[Outbox] = set()
-        self.requests = PendingRequests()
+        self.requests = PendingRequests(on_change=self._requests_changed)
         """Hooks waiting on the control socket for a client's answer."""
 
     def spawn(
@@ -69,6 +69,7 @@ class Supervisor:
                 config=self.config,
                 on_change=self.changed,
                 on_frame=self.requests.frame_applied,
+                holds=self.requests.holds,
             )
         except SpawnError:
             shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
@@ -122,6 +123,11 @@ class Supervisor:
 
     def unwatch(self, outbox: Outbox) -> None:
         self._watchers.discard(outbox)
+
+    def _requests_changed(self, session_id: str) -> None:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.requests_changed()
 
     def changed(self) -> None:
         """A summary changed: every watcher gets the current list once its sender runs."""

@@ -118,6 +118,10 @@ class Reply:
     """How many requests this reply answers (an error the agent retries needs several)."""
     delay: float = 0.0
     """Seconds the server waits before answering (the agent is working meanwhile)."""
+    when: Callable[[Request], bool] | None = field(default=None, compare=False)
+    """Only a request this accepts takes the reply (the first fitting one in the script
+    is used): for agents that ask from several threads at once, e.g. a background
+    subagent beside the main thread."""
 
     @classmethod
     def text(cls, text: str) -> Reply:
@@ -170,15 +174,19 @@ class Reply:
         *,
         header: str = "Choice",
         call_id: str | None = None,
+        multi_select: bool = False,
     ) -> Reply:
-        """A multiple-choice question through ``agent``'s own ask tool (see ASK_TOOLS)."""
+        """A multiple-choice question through ``agent``'s own ask tool (see ASK_TOOLS);
+        ``multi_select`` (Claude Code only) lets the user pick several options."""
         described = [{"label": label, "description": f"Pick {label}"} for label in options]
+        if multi_select and agent != "claude-code":
+            raise ValueError(f"{agent}'s ask tool has no multi-select questions here")
         if agent == "claude-code":
             q: dict[str, Any] = {
                 "question": question,
                 "header": header,
                 "options": described,
-                "multiSelect": False,
+                "multiSelect": multi_select,
             }
         elif agent == "codex":
             q = {"id": "q0", "header": header, "question": question, "options": described}
@@ -583,10 +591,15 @@ class FakeModelServer:
             request.problem = "script empty"
             await self._send_error(writer, request, 500, "fake model: nothing scripted", close)
             return
-        entry = self._script[0]
+        index = next((i for i, e in enumerate(self._script) if _fits(e.reply, request)), None)
+        if index is None:
+            request.problem = "no scripted reply fits"
+            await self._send_error(writer, request, 500, "fake model: nothing fits", close)
+            return
+        entry = self._script[index]
         entry.remaining -= 1
         if entry.remaining <= 0:
-            self._script.pop(0)
+            del self._script[index]
         request.outcome = "scripted"
         request.reply = entry.reply
         if entry.reply.delay:
@@ -703,6 +716,10 @@ def _example(schema: Any, text: str) -> Any:
     if kind == "null":
         return None
     return text
+
+
+def _fits(reply: Reply, request: Request) -> bool:
+    return reply.when is None or reply.when(request)
 
 
 def _side_answer(request: Request, text: str) -> str:

@@ -10,6 +10,7 @@ Claude's quirks: see ``tests/agents/test_claude_code_e2e.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ DENIED = "echo denied-ran > denied.txt"
 DENIAL = "not this one E2E-DENY"
 QUESTION = "Which colour?"
 OPTIONS = ["Red", "Blue", "Green"]
+TOPPINGS = "Which toppings?"
 
 
 def ready(screen: str) -> bool:
@@ -77,6 +79,7 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
             Reply.shell(AGENT, ALLOWED, description="Write the allowed file"),
             Reply.shell(AGENT, DENIED, description="Write the denied file"),
             Reply.ask(AGENT, QUESTION, OPTIONS),
+            Reply.ask(AGENT, TOPPINGS, ["Cheese", "Olives", "Basil"], multi_select=True),
             Reply.text("All done DONE-2"),
         )
         mark = run.mark()
@@ -115,14 +118,50 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
         assert question.kind == "question"
         assert [o.label for o in question.questions[0].options] == OPTIONS
         await held(run, question.id)
+        mark = run.mark()
         await answer(run, question.id, answers={question.questions[0].id: ["Blue"]})
         output, _ = await result_of(model, third)
         assert f'"{QUESTION}"="Blue"' in output, output
+
+        # (e) A multi-select question answered with two options: Claude gets them the
+        # way its own dialog gives them (labels joined with ", ", in the order chosen).
+        fourth = model.scripted[3]
+        toppings = await run.wait_interaction(since=mark)
+        assert toppings.questions[0].multi_select
+        await held(run, toppings.id)
+        await answer(run, toppings.id, answers={toppings.questions[0].id: ["Basil", "Cheese"]})
+        output, is_error = await result_of(model, fourth)
+        assert f'"{TOPPINGS}"="Basil, Cheese"' in output and not is_error, output
 
         await run.wait_phase("waiting", since=mark)
         await run.wait_screen("DONE-2", wait=10)
         await run.assert_clean()
     assert model.pending == 0
+
+
+async def acts_on_a_queued_message(run: AgentRun, queued: str) -> Request:
+    """Queue ``queued`` while the agent works on a turn; returns the model request that
+    carries it (the agent's Stop hook blocked the stop with it as the reason), once
+    the agent has finished that too and nothing is queued any more."""
+    run.model.script(
+        replace(Reply.text("First part DONE-1"), delay=3.0),  # working meanwhile
+        Reply.text("Second part DONE-2"),
+    )
+    mark = run.mark()
+    await run.submit("Start working")
+    await run.wait_phase("working", since=mark)
+    await run.client.send_message(run.session_id, queued)
+    summary = next(s for s in await run.client.list() if s.id == run.session_id)
+    assert summary.queued_message == queued
+    later = await run.model.wait_for_request(
+        lambda r: r.outcome == "scripted" and r.mentions(queued), wait=30
+    )
+    await run.wait_screen("DONE-2", wait=20)
+    await run.wait_phase("waiting", since=mark + 1)
+    summary = next(s for s in await run.client.list() if s.id == run.session_id)
+    assert summary.queued_message is None
+    await run.assert_clean()
+    return later
 
 
 @pytest.mark.timeout(90, func_only=True)
@@ -133,23 +172,56 @@ async def test_claude_code_acts_on_a_queued_message(tmp_path: Path) -> None:
     async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
         await run.wait_phase("waiting", wait=30)
         await run.wait_screen(ready, wait=30)
+        later = await acts_on_a_queued_message(run, queued)
+        assert any(queued in text for text in later.user_texts()), later.summary()
+    assert model.pending == 0
+
+
+def first_prompt_has(marker: str) -> Callable[[Request], bool]:
+    """Requests of one thread: its first user message carries ``marker``."""
+    return lambda request: marker in request.user_texts()[0]
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_claude_code_subagent_approval_outlives_the_main_turn(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 runs every subagent in the background: the main turn ends
+    while a subagent still waits for its approval. That request (raised with the
+    subagent's ``agent_id``) stays held and shown after the main turn's Stop, and is
+    answered from the client; the subagent's own stop is what would end it."""
+    main, sub = first_prompt_has("MAIN-THREAD"), first_prompt_has("SUB-THREAD")
+    command = "echo sub-ran > sub.txt && cat sub.txt"
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=30)
+        await run.wait_screen(ready, wait=30)
+        agent_call = {"description": "Sub task", "prompt": "Run the command SUB-THREAD"}
         model.script(
-            replace(Reply.text("First part DONE-1"), delay=3.0),  # working meanwhile
-            Reply.text("Second part DONE-2"),
+            replace(Reply.tool("Agent", agent_call), when=main),
+            replace(Reply.shell(AGENT, command, description="Write sub"), when=sub),
+            # The main thread ends its turn only once the subagent has asked.
+            replace(Reply.text("Launched LAUNCHED"), when=main, delay=4.0),
+            replace(Reply.text("Sub finished SUB-DONE"), when=sub),
+            replace(Reply.text("All done DONE-S"), when=main),
         )
         mark = run.mark()
-        await run.submit("Start working")
-        await run.wait_phase("working", since=mark)
-        await run.client.send_message(run.session_id, queued)
+        await run.submit("Use a subagent MAIN-THREAD")
+        approval = await run.wait_interaction(since=mark)
+        assert row(approval, "Command") == (command, True)
+        assert "LAUNCHED" not in await run.screen(), "the main turn ended before it asked"
+        await held(run, approval.id)
+        # Claude draws this once its Stop hooks are done, after our Stop frame.
+        await run.wait_screen("background agent to finish", wait=20)
         summary = next(s for s in await run.client.list() if s.id == run.session_id)
-        assert summary.queued_message == queued
-        later = await model.wait_for_request(
-            lambda r: r.outcome == "scripted" and r.mentions("QUEUED-NEXT-7"), wait=30
-        )
-        assert any("QUEUED-NEXT-7" in text for text in later.user_texts()), later.summary()
-        await run.wait_screen("DONE-2", wait=20)
-        await run.wait_phase("waiting", since=mark + 1)
-        summary = next(s for s in await run.client.list() if s.id == run.session_id)
-        assert summary.queued_message is None
+        assert summary.pending_interaction == approval
+        assert (summary.answerable, summary.activity.phase.value) == (True, "needs_input")
+        assert (await error_of(run, approval.id, suggestion=99)).code == "bad_request"
+
+        mark = run.mark()
+        await answer(run, approval.id, behavior="allow")
+        ran = model.scripted[1]
+        output, is_error = await result_of(model, ran)
+        assert "sub-ran" in output and not is_error, output
+        await run.wait_screen("DONE-S", wait=30)
+        await run.wait_phase("waiting", since=mark)
+        assert run.phases[-3:] == ["needs_input", "working", "waiting"]
         await run.assert_clean()
     assert model.pending == 0

@@ -121,8 +121,14 @@ class AgentRun:
         )
 
     async def wait_interaction(self, *, wait: float = 60, since: int = 0) -> Interaction:
+        """The first interaction pending from index ``since`` on, other than the one
+        pending just before it (which may be re-sent, e.g. when it stops being
+        answerable)."""
+        before = (
+            self.changes[since - 1].pending_interaction if 0 < since <= len(self.changes) else None
+        )
         change = await self.wait_change(
-            lambda c: c.pending_interaction is not None, wait=wait, since=since
+            lambda c: c.pending_interaction not in (None, before), wait=wait, since=since
         )
         assert change.pending_interaction is not None
         return change.pending_interaction

@@ -1,10 +1,15 @@
 """Claude Code hook events → activity and interaction frames.
 
 Rules learned the hard way (see shared anchors), each pinned by a test:
-- Subagent events (``agent_id`` set) never end or start the main turn.
+- Subagent events (``agent_id`` set) never end or start the main turn. A subagent's
+  request carries its ``agent_id`` (frame and control request), and its
+  ``SubagentStop`` (same ``agent_id``, 2.1.332) sends ``subagent_stopped``, which
+  ends that subagent's own requests only.
 - ``Notification`` is weak: it reports ``needs_input`` without an interaction, and
   the tracker keeps a richer pending interaction over it.
-- ``Stop`` is a turn end: it clears whatever is pending, stale or not.
+- ``Stop`` is a turn end: it clears whatever the main thread has pending, stale or
+  not. A subagent's request outlives it: 2.1.332 runs every subagent in the
+  background (the Stop payload lists them in ``background_tasks``).
 - ``PermissionRequest`` has no tool_use_id; its id is a digest of tool name and
   input, which ``PostToolUse`` recomputes to clear exactly that request. For
   ``AskUserQuestion`` the PostToolUse input also carries the user's ``answers`` and
@@ -16,14 +21,11 @@ Rules learned the hard way (see shared anchors), each pinned by a test:
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from ptyvisor.hooks import normalise
-from ptyvisor.hooks.decide import Decision, request_decision, take_message
+from ptyvisor.hooks.decide import Decision, continue_with_queued_message, request_decision
 from ptyvisor.hooks.normalise import (
     MAX_OPTIONS,
     MAX_QUESTIONS,
@@ -51,7 +53,8 @@ def activity(phase: str, at: int, event: Mapping[str, Any], reason: str | None =
 def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
     """The frames one hook invocation sends, in order."""
     name = event.get("hook_event_name")
-    subagent = bool(event.get("agent_id"))
+    agent_id = normalise.subagent(event)
+    subagent = agent_id is not None
     match name:
         case "SessionStart":
             return [activity("waiting", at, event)]
@@ -77,6 +80,8 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
             return []
         case "Stop" if not subagent:
             return [activity("waiting", at, event)]
+        case "SubagentStop" if agent_id is not None:
+            return [{"type": "subagent_stopped", "at": at, "agent_id": agent_id}]
         case "StopFailure":
             error = event.get("error") or "unknown"
             # 2.1.332 sends ``error_details`` (the provider's status and body) when it has
@@ -136,7 +141,11 @@ def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
             ),
             suggestions=suggestions(event.get("permission_suggestions")),
         )
-    return {"type": "interaction", "at": at, "interaction": interaction}
+    frame: Payload = {"type": "interaction", "at": at, "interaction": interaction}
+    agent_id = normalise.subagent(event)
+    if agent_id is not None:
+        frame["agent_id"] = agent_id
+    return frame
 
 
 _KNOWN_FIELDS = ("command", "file_path", "notebook_path", "url", "pattern", "description", "prompt")
@@ -166,38 +175,15 @@ def decide(event: Mapping[str, Any], frames: list[Payload]) -> Payload | None:
     return Claude's native answer, or None (print nothing: Claude shows its prompt).
     For the main turn's Stop: hand Claude the session's queued message, if any."""
     if event.get("hook_event_name") == "Stop":
-        deliver_queued_message(event)
+        continue_with_queued_message(event, AGENT)
         return None
     if event.get("hook_event_name") != "PermissionRequest":
         return None
-    framed = [f["interaction"] for f in frames if f.get("type") == "interaction"]
+    framed = [f for f in frames if f.get("type") == "interaction"]
     if not framed:
         return None
-    decision = request_decision(framed[0])
+    decision = request_decision(framed[0]["interaction"], agent_id=framed[0].get("agent_id"))
     return native_answer(event, decision) if decision is not None else None
-
-
-def deliver_queued_message(event: Mapping[str, Any]) -> None:
-    """Claude continues with the queued message as its next instruction.
-
-    Claude Code's Stop hook output ``{"decision": "block", "reason": text}`` keeps the
-    turn going with ``reason`` as what to do next (shared/anchors.md). Not for a
-    subagent's stop, and not when ``stop_hook_active`` (Claude is already continuing
-    because of a Stop hook: no loops) — the message then stays queued. Printed before
-    the take is acknowledged, so a hook that dies first leaves it queued; the
-    ``working`` frame after it undoes the ``waiting`` the Stop frame just reported.
-    """
-    if event.get("agent_id") or event.get("stop_hook_active"):
-        return
-    taken = take_message()
-    if taken is None:
-        return
-    sys.stdout.write(json.dumps({"decision": "block", "reason": taken.text}, ensure_ascii=False))
-    sys.stdout.flush()
-    taken.delivered()
-    from ptyvisor.emit import write_frame
-
-    write_frame(activity("working", time.time_ns() // 1_000_000, event), encode=normalise.fit)
 
 
 def native_answer(event: Mapping[str, Any], decision: Decision) -> Payload | None:
@@ -210,8 +196,9 @@ def native_answer(event: Mapping[str, Any], decision: Decision) -> Payload | Non
     "deny", "message": ...}``; an allow of AskUserQuestion carries the answers in
     ``updatedInput``. The ``answers`` form — question text → chosen label — is the
     one Claude itself puts in the PostToolUse input (pinned in test_hooks.py); several
-    labels of a multi-select question are joined with ``", "``, which follows the
-    brief and was *not* observed in a real run.
+    labels of a multi-select question are joined with ``", "``, as Claude's own input
+    schema joins a list of labels (2.1.332; the model then gets ``"Q"="A, C"``, pinned
+    against the real TUI in tests/agents/test_claude_code_answers.py).
 
     The decision's suggestion index and labels refer to the masked interaction; they
     are mapped back, by position, to the raw payload, which never left this process.

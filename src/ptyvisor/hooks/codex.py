@@ -10,7 +10,9 @@ follows that file until the turn completes and reports ``failed`` if it failed.
 A ``PermissionRequest`` then asks the control socket for a client's decision
 (`decide`); ptyvisor refuses at once unless ``codex_remote_answers`` is on, and
 holds it at most ``codex_answer_wait_seconds``. With no decision the hook prints
-nothing and Codex shows its own prompt.
+nothing and Codex shows its own prompt. ``Stop`` takes the session's queued message,
+as Claude's does (``decide.continue_with_queued_message``; the payload has
+``stop_hook_active``, and ``SubagentStop`` is a separate event we do not hook).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ptyvisor.hooks import normalise
-from ptyvisor.hooks.decide import Decision, request_decision
+from ptyvisor.hooks.decide import Decision, continue_with_queued_message, request_decision
 from ptyvisor.hooks.normalise import Payload, cleared, questions, request_digest, row, rows, text
 
 AGENT = "codex"
@@ -110,7 +112,11 @@ def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
 
 
 def decide(event: Mapping[str, Any], frames: list[Payload]) -> Payload | None:
-    """For a PermissionRequest: Codex's native answer to a client's decision, or None."""
+    """For a PermissionRequest: Codex's native answer to a client's decision, or None.
+    For Stop: hand Codex the session's queued message, if any."""
+    if event.get("hook_event_name") == "Stop":
+        continue_with_queued_message(event, AGENT)
+        return None
     if event.get("hook_event_name") != "PermissionRequest":
         return None
     framed = [f["interaction"] for f in frames if f.get("type") == "interaction"]

@@ -7,7 +7,8 @@ open: no ``PTYVISOR_CONTROL``, a socket that is missing or does not accept withi
 ``CONNECT_TIMEOUT``, a refusal (closed without a decision) or a malformed reply all
 give None, and the agent shows its own prompt.
 
-A Stop hook likewise takes the session's queued message (`take_message`).
+A main-turn Stop hook likewise takes the session's queued message
+(`continue_with_queued_message`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,14 +32,20 @@ Decision = dict[str, Any]
 
 
 def request_decision(
-    interaction: Mapping[str, object], env: Mapping[str, str] = os.environ
+    interaction: Mapping[str, object],
+    *,
+    agent_id: str | None = None,
+    env: Mapping[str, str] = os.environ,
 ) -> Decision | None:
-    """Send ``interaction`` to the control socket and wait (indefinitely) for the decision."""
+    """Send ``interaction`` (asked by subagent ``agent_id``, if any) to the control
+    socket and wait (indefinitely) for the decision."""
     path = env.get(ENV_CONTROL, "")
     session, nonce = env.get("PTYVISOR_SESSION", ""), env.get("PTYVISOR_NONCE", "")
     if not (path and session and nonce):
         return None
     request = {"op": "request", "session": session, "nonce": nonce, "interaction": interaction}
+    if agent_id is not None:
+        request["agent_id"] = agent_id
     line = json.dumps(request, ensure_ascii=False).encode() + b"\n"
     if len(line) > MAX_LINE:
         return None
@@ -90,6 +99,32 @@ def take_message(env: Mapping[str, str] = os.environ) -> TakenMessage | None:
         sock.close()
         return None
     return TakenMessage(sock, text)
+
+
+def continue_with_queued_message(event: Mapping[str, Any], agent: str) -> None:
+    """The agent continues with the session's queued message as its next instruction.
+
+    Claude Code and Codex read the same Stop-hook output, ``{"decision": "block",
+    "reason": text}``: the stop is refused and ``reason`` becomes the next prompt
+    (Claude: shared/anchors.md; Codex 0.171: its ``stop.command.output`` schema, and
+    a block without a non-empty reason is an error). Not for a subagent's stop, and
+    not when ``stop_hook_active`` (the agent already continues because of a Stop
+    hook: no loops) — the message then stays queued. Printed before the take is
+    acknowledged, so a hook that dies first leaves it queued; the ``working`` frame
+    after it undoes the ``waiting`` the Stop frame just reported.
+    """
+    if event.get("agent_id") or event.get("stop_hook_active"):
+        return
+    taken = take_message()
+    if taken is None:
+        return
+    sys.stdout.write(json.dumps({"decision": "block", "reason": taken.text}, ensure_ascii=False))
+    sys.stdout.flush()
+    taken.delivered()
+    from ptyvisor.emit import write_frame
+    from ptyvisor.hooks.normalise import activity, fit
+
+    write_frame(activity(agent, "working", time.time_ns() // 1_000_000, event), encode=fit)
 
 
 def _read_line(sock: socket.socket) -> bytes | None:

@@ -44,6 +44,13 @@ def activity(
     return payload
 
 
+def subagent(event: Mapping[str, Any]) -> str | None:
+    """The id of the subagent a hook fired in (Claude Code's ``agent_id``), or None for
+    the main thread; the same text wherever it is sent, so ids compare equal."""
+    agent_id = event.get("agent_id")
+    return text(agent_id, 256) if isinstance(agent_id, str) and agent_id else None
+
+
 def cleared(at: int, ident: str | None, reason: str) -> Payload:
     """An interaction_cleared payload; no id means whatever is pending."""
     payload: Payload = {"type": "interaction_cleared", "at": at, "reason": reason}
