@@ -3,7 +3,9 @@
 Runs the installed console script N times writing a real frame to a real PTY
 slave, N times outside a session (the no-op path), and the hook entry point
 (``python -m ptyvisor.hooks claude-code``) on a PreToolUse and a PermissionRequest
-payload, and prints percentiles beside a bare interpreter start.
+payload, and prints percentiles beside a bare interpreter start. The
+PermissionRequest runs twice: with no control socket (the server is down: the hook
+must fail open at once) and with a socket that refuses connections.
 
     .venv/bin/python scripts/bench_emit.py [--runs 50]
 """
@@ -13,9 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -58,14 +64,23 @@ def main() -> None:
         "PTYVISOR_NONCE": new_nonce(),
         "PTYVISOR_TTY": os.ttyname(slave),
     }
+    # Drain the master all along, as ptyvisor does: a full PTY buffer would block writers.
+    received = [0]
+
+    def drain() -> None:
+        while True:
+            select.select([master], [], [])
+            try:
+                received[0] += len(os.read(master, 65536))
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
+
+    threading.Thread(target=drain, daemon=True).start()
     written = timed(inside, runs)
-    received = 0
-    while True:
-        try:
-            received += len(os.read(master, 65536))
-        except BlockingIOError:
-            break
-    assert received > 0, "emit wrote no frames"
+    time.sleep(0.1)
+    assert received[0] > 0, "emit wrote no frames"
     report("emit inside a session", written)
     report("emit outside (no-op)", timed(base, runs))
     hook = [sys.executable, "-m", "ptyvisor.hooks", "claude-code"]
@@ -77,9 +92,15 @@ def main() -> None:
     }
     permission = {**pre_tool, "hook_event_name": "PermissionRequest"}
     report("claude hook PreToolUse", timed(inside, runs, hook, json.dumps(pre_tool).encode()))
-    report(
-        "claude hook PermissionRequest", timed(inside, runs, hook, json.dumps(permission).encode())
-    )
+    payload = json.dumps(permission).encode()
+    with tempfile.TemporaryDirectory() as scratch:
+        refusing = Path(scratch) / "refusing.sock"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.bind(str(refusing))  # bound, never listening: connection refused
+        down = {**inside, "PTYVISOR_CONTROL": str(Path(scratch) / "missing.sock")}
+        report("permission, server down", timed(down, runs, hook, payload))
+        refused = {**inside, "PTYVISOR_CONTROL": str(refusing)}
+        report("permission, socket refuses", timed(refused, runs, hook, payload))
     start = time.perf_counter()
     for _ in range(runs):
         subprocess.run([sys.executable, "-c", "pass"], check=True)
