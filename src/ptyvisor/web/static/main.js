@@ -1,0 +1,385 @@
+// The page: log in with the tab's token, then wire the modules together. Each
+// module owns one concept (connection, session list, terminal pane, interaction
+// card, forms, notifications); this file only routes events between them.
+
+import { checkToken, takeToken } from "./auth.js";
+import { Connection } from "./connection.js";
+import { byId } from "./dom.js";
+import { badgeOf, commandText, duration, exitText } from "./format.js";
+import { ConfirmDialog, describeError, NewSessionDialog, QueueBox } from "./forms.js";
+import { InteractionCards } from "./interaction.js";
+import { onShortcut } from "./keys.js";
+import { Notifier } from "./notify.js";
+import { SessionList } from "./sessions.js";
+import { SessionStore } from "./store.js";
+import { TerminalPane } from "./terminal.js";
+
+/**
+ * @typedef {import("./protocol.js").ServerMessage} ServerMessage
+ * @typedef {import("./protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./protocol.js").Hello} Hello
+ */
+
+const SELECTED_KEY = "ptyvisor.selected";
+const NARROW = window.matchMedia("(max-width: 760px)");
+
+/** @param {"loading" | "unauthorised" | "app"} view */
+function showView(view) {
+  document.body.dataset.view = view;
+  byId("loading-view").hidden = view !== "loading";
+  byId("unauthorised-view").hidden = view !== "unauthorised";
+  byId("app").hidden = view !== "app";
+}
+
+/** @param {string} reason */
+function showUnauthorised(reason) {
+  byId("unauthorised-reason").textContent = reason;
+  byId("banner").hidden = true;
+  document.title = "Not authorised — ptyvisor";
+  showView("unauthorised");
+}
+
+class App {
+  /** @param {string} token */
+  constructor(token) {
+    this.connection = new Connection(token);
+    this.store = new SessionStore();
+    /** @type {string | null} */
+    this.selected = null;
+    /** Whether the connection has ever been up: the banner is for losing it. */
+    this.everOpen = false;
+    /** @type {number | undefined} */
+    this._toastTimer = undefined;
+
+    this.list = new SessionList(
+      /** @type {HTMLUListElement} */ (byId("session-list")),
+      byId("session-empty"),
+      this.store,
+    );
+    this.pane = new TerminalPane(byId("terminal-host"), this.connection, this.store);
+    this.cards = new InteractionCards(byId("cards"), this.connection, this.store);
+    this.queue = new QueueBox(this.connection, this.store);
+    this.confirm = new ConfirmDialog();
+    this.newSession = new NewSessionDialog(this.connection, () => this.pane.proposedSize());
+    this.notifier = new Notifier(
+      this.store,
+      /** @type {HTMLButtonElement} */ (byId("notify-button")),
+      (id) => this.select(id, { focusTerminal: true }),
+    );
+
+    this.list.addEventListener("select", (event) => {
+      const { id } = /** @type {CustomEvent<{id: string}>} */ (event).detail;
+      this.select(id, { focusTerminal: true });
+    });
+    this.newSession.addEventListener("spawned", (event) => {
+      const session = /** @type {CustomEvent<SessionSummary>} */ (event).detail;
+      this.store.add(session);
+      this.select(session.id, { focusTerminal: true });
+    });
+    this.pane.addEventListener("status", (event) => {
+      const text = /** @type {CustomEvent<string>} */ (event).detail;
+      const status = byId("pane-status");
+      status.textContent = text;
+      status.hidden = text === "";
+    });
+    this.store.addEventListener("change", () => this._storeChanged());
+
+    const connection = this.connection;
+    connection.addEventListener("open", (event) =>
+      this._opened(/** @type {CustomEvent<Hello>} */ (event).detail),
+    );
+    connection.addEventListener("message", (event) =>
+      this._message(/** @type {CustomEvent<ServerMessage>} */ (event).detail),
+    );
+    connection.addEventListener("state", () => this._connectionState());
+
+    this._wireButtons();
+    onShortcut((shortcut) => {
+      if (shortcut.kind === "sessions") this.focusSessions();
+      else {
+        const session = this.store.ordered()[shortcut.index];
+        if (session) this.select(session.id, { focusTerminal: true });
+      }
+    });
+    setInterval(() => this._tick(), 250);
+    NARROW.addEventListener("change", () => {
+      this._setSidebarOpen(!NARROW.matches || this.selected === null);
+    });
+
+    // Read-only view for tests and debugging: what the terminal shows and where
+    // the stream stands. Nothing here can change the page's state.
+    Object.defineProperty(window, "ptyvisorDebug", {
+      value: Object.freeze({
+        terminalLines: () => this.pane.lines(),
+        position: () => this.pane.position,
+        lastReplay: () => this.pane.lastReplay,
+        lagged: () => this.pane.lagged,
+        connectionState: () => this.connection.state,
+        selected: () => this.selected,
+      }),
+    });
+  }
+
+  start() {
+    showView("app");
+    this._setSidebarOpen(true);
+    this.connection.start();
+  }
+
+  /**
+   * Open a session: attach its terminal and show its header, card and queue box.
+   * @param {string | null} id
+   * @param {{focusTerminal?: boolean}} [options]
+   */
+  select(id, options = {}) {
+    if (id !== null && !this.store.sessions.has(id)) return;
+    this.selected = id;
+    if (id === null) sessionStorage.removeItem(SELECTED_KEY);
+    else sessionStorage.setItem(SELECTED_KEY, id);
+    this.list.select(id);
+    byId("empty-view").hidden = id !== null;
+    byId("session-view").hidden = id === null;
+    if (id === null) this.pane.close();
+    else this.pane.open(id);
+    this.cards.show(id);
+    this.queue.show(id);
+    this._renderHeader();
+    if (NARROW.matches) this._setSidebarOpen(id === null);
+    if (id !== null && options.focusTerminal) this.pane.focus();
+  }
+
+  focusSessions() {
+    if (NARROW.matches) this._setSidebarOpen(true);
+    if (!this.list.focus()) byId("new-session-button").focus();
+  }
+
+  _wireButtons() {
+    byId("new-session-button").addEventListener("click", () => this.newSession.open());
+    byId("empty-new-session").addEventListener("click", () => this.newSession.open());
+    byId("banner-retry").addEventListener("click", () => this.connection.retryNow());
+    byId("sidebar-toggle").addEventListener("click", () => {
+      this._setSidebarOpen(byId("sidebar-toggle").getAttribute("aria-expanded") !== "true");
+    });
+    byId("skip-terminal").addEventListener("click", (event) => {
+      event.preventDefault();
+      if (this.selected !== null) this.pane.focus();
+      else byId("empty-new-session").focus();
+    });
+    byId("skip-sessions").addEventListener("click", (event) => {
+      event.preventDefault();
+      this.focusSessions();
+    });
+    byId("kill-button").addEventListener("click", () => this._kill());
+    byId("close-button").addEventListener("click", () => this._close());
+  }
+
+  async _kill() {
+    const session = this.store.get(this.selected);
+    if (!session) return;
+    const ok = await this.confirm.ask(
+      `Kill “${session.name}”?`,
+      "Its programs get SIGHUP, then SIGKILL after 2 seconds. The session stays in the " +
+        "list with its output until you close it.",
+      "Kill",
+    );
+    if (!ok) {
+      byId("kill-button").focus();
+      return;
+    }
+    await this._request({ type: "kill", session: session.id }, "Could not kill it");
+    // Kill is disabled once the program has exited: keep the focus somewhere useful.
+    byId("close-button").focus();
+  }
+
+  async _close() {
+    const session = this.store.get(this.selected);
+    if (!session) return;
+    const running = session.process.state !== "exited";
+    const ok = await this.confirm.ask(
+      `Close “${session.name}”?`,
+      `${running ? "Its programs are killed and the" : "The"} session is removed for ` +
+        "every client, with its output.",
+      "Close session",
+    );
+    if (!ok) {
+      byId("close-button").focus();
+      return;
+    }
+    if (await this._request({ type: "close", session: session.id }, "Could not close it")) {
+      this.store.remove(session.id);
+      this.focusSessions();
+    }
+  }
+
+  /**
+   * @param {Record<string, unknown>} message
+   * @param {string} failure what to say if it fails
+   * @returns {Promise<boolean>}
+   */
+  async _request(message, failure) {
+    try {
+      await this.connection.request(message);
+      return true;
+    } catch (error) {
+      this._toast(`${failure}: ${describeError(error)}`);
+      return false;
+    }
+  }
+
+  /** @param {Hello} hello */
+  _opened(hello) {
+    this.everOpen = true;
+    this.newSession.setAgents(hello.agents ?? []);
+    this.connection.send({ type: "watch_sessions" });
+  }
+
+  /** @param {ServerMessage} message */
+  _message(message) {
+    switch (message.type) {
+      case "sessions":
+        this.store.replaceAll(message.sessions);
+        this._restoreSelection();
+        break;
+      case "activity": {
+        /** @type {Partial<SessionSummary>} */
+        const fields = {
+          activity: message.activity,
+          pending_interaction: message.pending_interaction ?? null,
+        };
+        if ("answerable" in message) fields.answerable = message.answerable;
+        this.store.patch(message.session, fields);
+        break;
+      }
+      case "process":
+        this.store.patch(message.session, { process: message.process });
+        break;
+      case "resized":
+        this.store.patch(message.session, { size: message.size });
+        break;
+      case "closed":
+        this.store.remove(message.session);
+        break;
+      case "error":
+        // Replies to our requests are handled where they were made.
+        if (message.req_id === null || message.req_id === undefined) {
+          this._toast(`Server: ${message.message}`);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** After a reload, reopen the session this tab had open (once it is listed). */
+  _restoreSelection() {
+    if (this.selected !== null) return;
+    const remembered = sessionStorage.getItem(SELECTED_KEY);
+    if (remembered !== null && this.store.sessions.has(remembered)) this.select(remembered);
+  }
+
+  _storeChanged() {
+    const count = this.store.needingInput();
+    document.title =
+      count > 0
+        ? `(${count}) ptyvisor — ${count} need${count === 1 ? "s" : ""} input`
+        : "ptyvisor";
+    const total = this.store.sessions.size;
+    byId("sidebar-count").textContent =
+      count > 0 ? `${total} · ${count} need input` : String(total);
+    if (this.selected !== null && this.store.loaded && !this.store.sessions.has(this.selected)) {
+      const gone = this.selected;
+      this.select(null);
+      byId("empty-title").textContent = "Session closed";
+      byId("empty-text").textContent =
+        `Session ${gone} was closed. Pick another one, or start a new one.`;
+      return;
+    }
+    this._renderHeader();
+  }
+
+  _renderHeader() {
+    const session = this.store.get(this.selected);
+    if (!session) return;
+    const badge = badgeOf(session);
+    byId("session-title").textContent = session.name;
+    const badgeEl = byId("session-badge");
+    badgeEl.textContent = badge.label;
+    badgeEl.className = `badge phase-${badge.phase}`;
+    byId("session-command").textContent = commandText(session);
+    byId("session-cwd").textContent = session.cwd;
+    const extra = [exitText(session), session.id, `${session.size.cols}×${session.size.rows}`];
+    byId("session-extra").textContent = `· ${extra.filter(Boolean).join(" · ")}`;
+    /** @type {HTMLButtonElement} */ (byId("kill-button")).disabled =
+      session.process.state === "exited";
+    this._tick();
+  }
+
+  _tick() {
+    const session = this.store.get(this.selected);
+    if (session) byId("session-time").textContent = duration(Date.now() - session.activity.since);
+    this._renderBanner();
+  }
+
+  _connectionState() {
+    if (this.connection.state === "unauthorised") {
+      this.pane.close();
+      showUnauthorised(
+        "The server no longer accepts this tab's token (it was restarted with a new one?).",
+      );
+      return;
+    }
+    this._renderBanner();
+  }
+
+  _renderBanner() {
+    const state = this.connection.state;
+    const banner = byId("banner");
+    const down = state === "down" || (state === "connecting" && this.everOpen);
+    banner.hidden = !down;
+    document.body.classList.toggle("disconnected", down);
+    if (!down) return;
+    const lead = this.everOpen ? "Disconnected from the server" : "Cannot reach the server";
+    const wait = Math.ceil((this.connection.retryAt - Date.now()) / 1000);
+    const text =
+      state === "connecting" || wait <= 0
+        ? `${lead} — reconnecting…`
+        : `${lead} — reconnecting in ${wait} s`;
+    const bannerText = byId("banner-text");
+    if (bannerText.textContent !== text) bannerText.textContent = text;
+    /** @type {HTMLButtonElement} */ (byId("banner-retry")).disabled = state === "connecting";
+  }
+
+  /** @param {boolean} open */
+  _setSidebarOpen(open) {
+    byId("sidebar-toggle").setAttribute("aria-expanded", String(open));
+    document.body.classList.toggle("sidebar-open", open);
+  }
+
+  /** @param {string} text */
+  _toast(text) {
+    const toast = byId("toast");
+    toast.textContent = text;
+    toast.hidden = false;
+    clearTimeout(this._toastTimer);
+    this._toastTimer = setTimeout(() => {
+      toast.hidden = true;
+    }, 8000);
+  }
+}
+
+async function boot() {
+  const token = takeToken();
+  if (token === null) {
+    showUnauthorised("This tab has no access token.");
+    return;
+  }
+  const verdict = await checkToken(token);
+  if (verdict === "refused") {
+    showUnauthorised("The server did not accept this tab's token.");
+    return;
+  }
+  // "unreachable": start anyway; the connection keeps retrying and says so.
+  new App(token).start();
+}
+
+boot();

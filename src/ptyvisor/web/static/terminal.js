@@ -1,0 +1,364 @@
+// The terminal pane: one xterm.js terminal for the selected session, kept exactly
+// in step with the server's output stream.
+//
+// The stream is addressed by seq: our position is the seq of the last `attached`
+// or `snapshot` plus the binary bytes received since. Re-attaching with
+// `since: position` after a drop gets exactly the missed bytes (`replay: exact`),
+// or a snapshot to redraw from when they are gone (`replay: snapshot`) — so output
+// is never lost or shown twice.
+
+import { Terminal } from "./vendor/xterm.mjs";
+import { FitAddon } from "./vendor/addon-fit.mjs";
+import { isPageShortcut } from "./keys.js";
+
+/**
+ * @typedef {import("./connection.js").Connection} Connection
+ * @typedef {import("./store.js").SessionStore} SessionStore
+ * @typedef {import("./protocol.js").ServerMessage} ServerMessage
+ * @typedef {import("./protocol.js").Snapshot} Snapshot
+ * @typedef {import("./protocol.js").TermSize} TermSize
+ */
+
+const THEME = {
+  background: "#0b0f14",
+  foreground: "#d8dee6",
+  cursor: "#f2c14e",
+  selectionBackground: "#35506b",
+};
+
+/** Most terminal scrollback the page keeps per pane. */
+const SCROLLBACK_LINES = 5000;
+
+/**
+ * Events: `status` (detail: string — "", or a note to show over the pane).
+ */
+export class TerminalPane extends EventTarget {
+  /**
+   * @param {HTMLElement} host the element xterm renders into
+   * @param {Connection} connection
+   * @param {SessionStore} store
+   */
+  constructor(host, connection, store) {
+    super();
+    this.host = host;
+    this.connection = connection;
+    this.store = store;
+    /** @type {string | null} */
+    this.sessionId = null;
+    /** @type {Terminal | null} */
+    this.term = null;
+    /** @type {FitAddon | null} */
+    this.fitAddon = null;
+    /** Seq of the next byte we expect; null until the first `attached`. */
+    this.position = /** @type {number | null} */ (null);
+    /** req_id of an attach whose reply has not come yet: output until then is not ours. */
+    this.pendingAttach = /** @type {string | null} */ (null);
+    this.attached = false;
+    /** How the last attach caught up: "exact" replay or a "snapshot" redraw. */
+    this.lastReplay = /** @type {"exact" | "snapshot" | null} */ (null);
+    /** How many times the server redrew us from a snapshot because we fell behind. */
+    this.lagged = 0;
+    this._encoder = new TextEncoder();
+    this._fitQueued = false;
+    new ResizeObserver(() => this._queueFit()).observe(host);
+    // Several tabs may show one session at different sizes; the last one to resize
+    // wins (others adopt its size, see `resized`). The one the user types in takes
+    // the size back, as tmux does for its latest client.
+    host.addEventListener("focusin", () => this._fit());
+    /** We draw at a size another client asked for (and take ours back on input). */
+    this._adopted = false;
+    connection.addEventListener("message", (event) =>
+      this._message(/** @type {CustomEvent<ServerMessage>} */ (event).detail),
+    );
+    connection.addEventListener("binary", (event) =>
+      this._output(/** @type {CustomEvent<ArrayBuffer>} */ (event).detail),
+    );
+    connection.addEventListener("open", () => this._reattach());
+    connection.addEventListener("state", () => {
+      if (this.connection.state !== "open") {
+        this.attached = false;
+        this.pendingAttach = null;
+      }
+    });
+  }
+
+  /**
+   * Show `id` in the pane: a fresh terminal, attached from its current screen.
+   * @param {string} id
+   */
+  open(id) {
+    if (this.sessionId === id && this.term !== null) return;
+    this.close();
+    this.sessionId = id;
+    this.position = null;
+    const term = new Terminal({
+      cursorBlink: true,
+      scrollback: SCROLLBACK_LINES,
+      fontFamily: '"DejaVu Sans Mono", "Cascadia Mono", Menlo, Consolas, monospace',
+      fontSize: 14,
+      theme: THEME,
+      allowProposedApi: false,
+    });
+    const fitAddon = new FitAddon();
+    term.loadAddon(fitAddon);
+    // The page's own shortcuts must reach the page even while xterm has focus
+    // (xterm would otherwise swallow them, Tab included).
+    term.attachCustomKeyEventHandler((event) => !isPageShortcut(event));
+    term.onData((data) => this._input(this._encoder.encode(data)));
+    // Non-UTF-8 mouse reports: one byte per char code.
+    term.onBinary((data) => this._input(Uint8Array.from(data, (c) => c.charCodeAt(0) & 0xff)));
+    term.onResize(() => this._sendSize());
+    term.open(this.host);
+    const name = this.store.get(id)?.name ?? id;
+    term.textarea?.setAttribute("aria-label", `Terminal of ${name}`);
+    this.term = term;
+    this.fitAddon = fitAddon;
+    this._fit();
+    this._attach(null);
+  }
+
+  /** Detach and drop the terminal (session deselected or closed). */
+  close() {
+    if (this.sessionId !== null && this.attached) this.connection.send({ type: "detach" });
+    this.sessionId = null;
+    this.attached = false;
+    this.pendingAttach = null;
+    this.position = null;
+    this.term?.dispose();
+    this.term = null;
+    this.fitAddon = null;
+    this.host.replaceChildren();
+    this._status("");
+  }
+
+  focus() {
+    this.term?.focus();
+  }
+
+  /**
+   * The size a new session should get: what this pane would show.
+   * @returns {TermSize}
+   */
+  proposedSize() {
+    const dims = this.fitAddon?.proposeDimensions();
+    if (dims && dims.cols > 0 && dims.rows > 0) return { cols: dims.cols, rows: dims.rows };
+    return estimateSize(this.host);
+  }
+
+  /**
+   * The terminal's text, one string per logical line (wrapped rows joined),
+   * trailing blanks trimmed: for tests and debugging, read-only.
+   * @returns {string[]}
+   */
+  lines() {
+    const buffer = this.term?.buffer.active;
+    if (!buffer) return [];
+    /** @type {string[]} */
+    const lines = [];
+    for (let y = 0; y < buffer.length; y += 1) {
+      const line = buffer.getLine(y);
+      if (!line) continue;
+      const text = line.translateToString(true);
+      if (line.isWrapped && lines.length > 0) lines[lines.length - 1] += text;
+      else lines.push(text);
+    }
+    while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+    return lines;
+  }
+
+  /** @param {number | null} since */
+  _attach(since) {
+    if (this.sessionId === null) return;
+    this.attached = false;
+    /** @type {Record<string, unknown>} */
+    const message = { type: "attach", session: this.sessionId, answers_queries: true };
+    if (since !== null) message.since = since;
+    this.pendingAttach = this.connection.sendTagged(message);
+    if (this.pendingAttach !== null) this._status(since === null ? "Attaching…" : "");
+  }
+
+  /** After a reconnect: resume exactly where the stream left off. */
+  _reattach() {
+    if (this.sessionId !== null) this._attach(this.position);
+  }
+
+  /** @param {ServerMessage} message */
+  _message(message) {
+    const term = this.term;
+    if (term === null || this.sessionId === null) return;
+    switch (message.type) {
+      case "attached":
+        if (message.req_id !== this.pendingAttach) return;
+        this.pendingAttach = null;
+        this.attached = true;
+        this.store.patch(this.sessionId, message.session);
+        this._syncInput();
+        this._status("");
+        this.lastReplay = message.replay;
+        if (message.replay === "snapshot" && message.snapshot) {
+          this._draw(message.snapshot);
+        } else {
+          this.position = message.seq;
+          this._fit(); // the pane may have changed size while we were away
+        }
+        break;
+      case "snapshot":
+        // `lagging`: we fell too far behind; the stream continues after this screen.
+        if (message.reason === "lagging" && this.attached) {
+          if (message.snapshot.session.id === this.sessionId) {
+            this.lagged += 1;
+            this._draw(message.snapshot);
+          }
+        }
+        break;
+      case "resized":
+        // Another client resized the session: draw at its size so output lines up.
+        if (message.session === this.sessionId) {
+          const { cols, rows } = message.size;
+          inOrder(term, () => {
+            if (this.term === term && (cols !== term.cols || rows !== term.rows)) {
+              term.resize(cols, rows);
+              this._adopted = true;
+            }
+          });
+        }
+        break;
+      case "process":
+        if (message.session === this.sessionId) this._syncInput();
+        break;
+      case "error":
+        if (message.req_id !== null && message.req_id === this.pendingAttach) {
+          this.pendingAttach = null;
+          this._status(
+            message.code === "unknown_session"
+              ? "This session no longer exists."
+              : `Could not attach: ${message.message}`,
+          );
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  /**
+   * Reset the terminal and draw a snapshot at the size it was taken at, then fit
+   * the pane (the program redraws at our size once the server passes it on).
+   * @param {Snapshot} snapshot
+   */
+  _draw(snapshot) {
+    const term = this.term;
+    if (term === null) return;
+    this.position = snapshot.seq;
+    // xterm parses writes later, in order, and runs a write's callback before the
+    // next one: so the reset and resize go through the write queue too. Done now,
+    // output received before this snapshot but not parsed yet would land after it.
+    inOrder(term, () => {
+      if (this.term !== term) return; // closed meanwhile
+      term.reset();
+      if (snapshot.size.cols !== term.cols || snapshot.size.rows !== term.rows) {
+        term.resize(snapshot.size.cols, snapshot.size.rows);
+      }
+    });
+    term.write(snapshot.screen.ansi, () => {
+      if (this.term === term) this._fit();
+    });
+  }
+
+  /** @param {ArrayBuffer} data */
+  _output(data) {
+    // Bytes before our `attached` belong to the previously attached session.
+    if (this.term === null || !this.attached || this.pendingAttach !== null) return;
+    if (this.position !== null) this.position += data.byteLength;
+    this.term.write(new Uint8Array(data));
+  }
+
+  /** @param {Uint8Array} bytes */
+  _input(bytes) {
+    if (!this.attached || this._exited()) return;
+    if (this._adopted) this._fit();
+    this.connection.sendBinary(bytes);
+  }
+
+  _exited() {
+    return this.store.get(this.sessionId)?.process.state === "exited";
+  }
+
+  _syncInput() {
+    if (this.term) this.term.options.disableStdin = this._exited();
+  }
+
+  _queueFit() {
+    if (this._fitQueued) return;
+    this._fitQueued = true;
+    requestAnimationFrame(() => {
+      this._fitQueued = false;
+      this._fit();
+    });
+  }
+
+  /** Size the terminal to the pane; onResize then tells the server. */
+  _fit() {
+    const term = this.term;
+    const dims = this.fitAddon?.proposeDimensions();
+    if (!term || !dims || !(dims.cols > 0 && dims.rows > 0)) return;
+    this._adopted = false;
+    if (dims.cols !== term.cols || dims.rows !== term.rows) term.resize(dims.cols, dims.rows);
+    else this._sendSize();
+  }
+
+  /** Tell the server our size, unless it already has it or the program is gone. */
+  _sendSize() {
+    const term = this.term;
+    if (term === null || this.sessionId === null || !this.attached || this._exited()) return;
+    const dims = this.fitAddon?.proposeDimensions();
+    // Only a size that fits our pane is ours to ask for: a resize adopted from
+    // another client (see `resized`) is not sent back.
+    if (!dims || dims.cols !== term.cols || dims.rows !== term.rows) return;
+    const size = this.store.get(this.sessionId)?.size;
+    if (size && size.cols === term.cols && size.rows === term.rows) return;
+    this.connection.send({
+      type: "resize",
+      session: this.sessionId,
+      cols: term.cols,
+      rows: term.rows,
+    });
+    this.store.patch(this.sessionId, { size: { cols: term.cols, rows: term.rows } });
+  }
+
+  /** @param {string} text */
+  _status(text) {
+    this.dispatchEvent(new CustomEvent("status", { detail: text }));
+  }
+}
+
+/**
+ * Run `action` once everything written to `term` so far has been parsed, and
+ * before anything written after this call.
+ * @param {Terminal} term
+ * @param {() => void} action
+ */
+function inOrder(term, action) {
+  term.write("", action);
+}
+
+/**
+ * Cols × rows of a 14 px monospace font in `el` when no terminal is open yet.
+ * @param {HTMLElement} el
+ * @returns {TermSize}
+ */
+function estimateSize(el) {
+  const probe = document.createElement("span");
+  probe.className = "measure-probe";
+  probe.textContent = "W".repeat(10);
+  el.append(probe);
+  const box = probe.getBoundingClientRect();
+  probe.remove();
+  const charWidth = box.width / 10 || 8.4;
+  const lineHeight = box.height || 17;
+  const rect = el.getBoundingClientRect();
+  return {
+    cols: Math.max(20, Math.min(500, Math.floor((rect.width - 16) / charWidth) || 80)),
+    rows: Math.max(5, Math.min(200, Math.floor((rect.height - 8) / lineHeight) || 24)),
+  };
+}

@@ -1,0 +1,226 @@
+"""Losing the connection: the page says so, reconnects by itself with backoff, and
+its terminal resumes from its last position with every line exactly once — or
+redraws from a snapshot when the missed output is no longer held."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import (
+    PYTHON,
+    Server,
+    login,
+    screenshot,
+    spawn_from_form,
+    start_server,
+    terminal_lines,
+    wait_for,
+    wait_for_terminal,
+)
+from .proxy import TcpProxy
+
+# Numbered lines, a few hundred a second, until the test says stop.
+COUNTER = """
+import os, sys, time
+i = 0
+while not os.path.exists("stop"):
+    i += 1
+    print(f"line {i}", flush=True)
+    time.sleep(0.003)
+print(f"counted {i}", flush=True)
+sys.stdin.readline()
+"""
+LINE = re.compile(r"line (\d+)")
+
+
+@pytest.fixture
+def proxy(server: Server) -> Iterator[TcpProxy]:
+    running = TcpProxy(server.port)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def numbers_in(lines: list[str]) -> list[int]:
+    return [int(m.group(1)) for line in lines if (m := LINE.fullmatch(line))]
+
+
+def last_number(page: Page) -> int:
+    numbers = numbers_in(terminal_lines(page))
+    return numbers[-1] if numbers else 0
+
+
+def start_counter(page: Page, directory: Path) -> None:
+    (directory / "count.py").write_text(COUNTER)
+    spawn_from_form(page, f"{PYTHON} count.py", name="counter", cwd=directory)
+
+
+def stop_counter(page: Page, directory: Path) -> int:
+    (directory / "stop").touch()
+    lines = wait_for_terminal(page, r"^counted \d+$")
+    final = next(line for line in lines if line.startswith("counted "))
+    return int(final.split()[1])
+
+
+def test_terminal_resumes_with_every_line_once(
+    server: Server, proxy: TcpProxy, page: Page, tmp_path: Path
+) -> None:
+    login(page, server, base=proxy.base)
+    start_counter(page, tmp_path)
+    wait_for_terminal(page, r"^line 200$")
+    # The network goes away for a while: a banner says so, the page keeps trying.
+    proxy.refuse(True)
+    proxy.drop()
+    banner = page.locator("#banner")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("Disconnected from the server — reconnecting")
+    expect(page.locator("#banner-retry")).to_be_visible()
+    screenshot(page, "disconnected")
+    # The program keeps printing meanwhile; the page catches up from where it was.
+    before = last_number(page)
+    proxy.refuse(False)
+    page.locator("#banner-retry").click()
+    expect(banner).to_be_hidden()
+    wait_for_terminal(page, rf"^line {before + 300}$")
+    assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "exact"
+    # Dropped again, mid-stream, three times in a row; back by itself each time.
+    for _ in range(3):
+        proxy.drop()
+        expect(banner).to_be_visible()
+        expect(banner).to_be_hidden()
+        wait_for_terminal(page, rf"^line {last_number(page) + 100}$")
+    total = stop_counter(page, tmp_path)
+    numbers = numbers_in(terminal_lines(page))
+    assert numbers == list(range(1, total + 1)), "every line exactly once, in order"
+    assert total > before + 600
+
+
+def test_snapshot_when_the_missed_output_is_gone(tmp_path: Path, page: Page) -> None:
+    server = start_server(tmp_path, "--replay-bytes", "8192")
+    proxy = TcpProxy(server.port)
+    try:
+        login(page, server, base=proxy.base)
+        start_counter(page, tmp_path)
+        wait_for_terminal(page, r"^line 100$")
+        assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "snapshot"
+        proxy.refuse(True)
+        proxy.drop()
+        expect(page.locator("#banner")).to_be_visible()
+        position = page.evaluate("window.ptyvisorDebug.position()")
+        session = session_id(server)
+
+        def missed_output_gone() -> bool:
+            reply = server.request({"type": "stats", "session": session})
+            return bool(reply["stats"]["replay_start"] > position)
+
+        wait_for(missed_output_gone, "the server to drop the output the page missed")
+        proxy.refuse(False)
+        expect(page.locator("#banner")).to_be_hidden()
+        total = stop_counter(page, tmp_path)
+        assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "snapshot"
+        numbers = numbers_in(terminal_lines(page))
+        # Redrawn from the snapshot (the server's scrollback and screen), then live:
+        # in order, each line once, up to the last one.
+        assert numbers == list(range(numbers[0], total + 1)), numbers[:5]
+    finally:
+        proxy.close()
+        server.stop()
+
+
+def session_id(server: Server) -> str:
+    sessions = server.sessions()
+    assert len(sessions) == 1
+    identifier: str = sessions[0]["id"]
+    return identifier
+
+
+def test_server_restart(tmp_path: Path, page: Page) -> None:
+    token = "restart-token-" + "r" * 20
+    server = start_server(tmp_path, "--token", token, run="first")
+    port = server.port
+    try:
+        login(page, server)
+        spawn_from_form(page, "sh -c 'echo before-restart; exec cat'", name="old")
+        wait_for_terminal(page, "^before-restart$")
+    finally:
+        server.stop()
+    banner = page.locator("#banner")
+    expect(banner).to_be_visible()
+    # Back on the same port with the same token: the page reconnects by itself.
+    # Sessions do not survive a restart, and the page says what became of its pane.
+    server = start_server(tmp_path, "--token", token, port=port, run="second")
+    try:
+        expect(banner).to_be_hidden(timeout=20_000)
+        expect(page.locator("#empty-title")).to_have_text("Session closed")
+        expect(page.locator(".session-button")).to_have_count(0)
+    finally:
+        server.stop()
+    # Back with another token: this tab's token no longer works, and it says so.
+    server = start_server(tmp_path, "--token", "another-token-" + "a" * 20, port=port, run="third")
+    try:
+        expect(page.get_by_role("heading", name="Not authorised")).to_be_visible(timeout=20_000)
+        expect(page.locator("#unauthorised-reason")).to_contain_text("no longer accepts")
+    finally:
+        server.stop()
+
+
+FLOOD = """
+import os, sys
+sys.stdin.readline()
+i = 0
+while not os.path.exists("stop"):
+    for _ in range(1000):
+        i += 1
+        sys.stdout.write(f"line {i}\\n")
+    sys.stdout.flush()
+sys.stdout.write(f"counted {i}\\n")
+sys.stdout.flush()
+open("done", "w").close()
+sys.stdin.readline()
+"""
+FLOOD_BYTES = 8 * 1024 * 1024
+"""More than the kernel's socket buffers (up to 4 MiB each way) and the 64 KiB the
+server queues for a client together."""
+
+
+@pytest.mark.timeout(240)
+def test_lagging_page_is_redrawn_from_a_snapshot(tmp_path: Path, page: Page) -> None:
+    server = start_server(tmp_path, "--client-buffer", "65536")
+    proxy = TcpProxy(server.port, receive_buffer=8192)
+    try:
+        login(page, server, base=proxy.base)
+        (tmp_path / "flood.py").write_text(FLOOD)
+        spawn_from_form(page, f"{PYTHON} flood.py", name="flood", cwd=tmp_path)
+        session = session_id(server)
+        # The page stops reading (what the server sends is held back) while the
+        # program floods: the server drops what it queued for the page and owes it
+        # one fresh snapshot instead.
+        proxy.hold()
+        page.keyboard.press("Enter")
+
+        def flooded() -> bool:
+            reply = server.request({"type": "stats", "session": session})
+            return bool(reply["stats"]["output_bytes"] > FLOOD_BYTES)
+
+        wait_for(flooded, "the flood", timeout=60)
+        (tmp_path / "stop").touch()
+        wait_for((tmp_path / "done").exists, "the flood to end")
+        proxy.release()
+        # Several MiB were still in the kernel's buffers: parsing them takes a while.
+        lines = wait_for_terminal(page, r"^counted \d+$", timeout=90)
+        total = int(next(line for line in lines if line.startswith("counted ")).split()[1])
+        assert page.evaluate("window.ptyvisorDebug.lagged()") >= 1, "no lagging snapshot"
+        numbers = numbers_in(lines)
+        assert numbers[-1] == total
+        # What came before the snapshot was replaced by it: the terminal shows one
+        # unbroken run of lines, each once.
+        assert numbers == list(range(numbers[0], total + 1)), numbers[:5]
+    finally:
+        proxy.close()
+        server.stop()

@@ -1,0 +1,230 @@
+"""Sessions in the page: start one from the form and use its terminal, watch badges
+follow the activity a program reports, see other tabs' changes live, queue a
+message, kill and close with confirmation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import BrowserContext, Page, expect
+
+from .conftest import (
+    Server,
+    login,
+    open_tab,
+    screenshot,
+    session_entry,
+    spawn_from_form,
+    terminal_lines,
+    wait_for_terminal,
+)
+
+
+def test_shell_from_the_form_runs_what_is_typed(server: Server, page: Page) -> None:
+    login(page, server)
+    spawn_from_form(page, "bash --norc --noprofile", name="shell")
+    entry = session_entry(page, "shell")
+    expect(entry.locator(".badge")).to_have_text("Live")
+    expect(page.locator("#session-command")).to_have_text("bash --norc --noprofile")
+    # The terminal has the focus: typing goes to the program.
+    page.keyboard.type("echo web-$((6 * 7))")
+    page.keyboard.press("Enter")
+    lines = wait_for_terminal(page, "^web-42$")
+    assert "echo web-$((6 * 7))" in "\n".join(lines)
+    # The program runs at the pane's size, and the server knows it.
+    listed = {s["name"]: s for s in server.sessions()}
+    size = listed["shell"]["size"]
+    cols_rows = f"{size['cols']}\N{MULTIPLICATION SIGN}{size['rows']}"
+    expect(page.locator("#session-extra")).to_contain_text(cols_rows)
+    assert listed["shell"]["size"]["cols"] > 80, "a 1280 px pane is wider than 80 columns"
+    page.keyboard.type("stty size")
+    page.keyboard.press("Enter")
+    rows, cols = listed["shell"]["size"]["rows"], listed["shell"]["size"]["cols"]
+    wait_for_terminal(page, f"^{rows} {cols}$")
+    screenshot(page, "terminal")
+
+
+def test_badge_follows_reported_activity(server: Server, page: Page, tmp_path: Path) -> None:
+    script = tmp_path / "phases.sh"
+    script.write_text(
+        "ptyvisor emit activity working --agent script --reason compiling\n"
+        "echo phase-working; read a\n"
+        "ptyvisor emit activity needs_input\n"
+        "echo phase-needs-input; read b\n"
+        "ptyvisor emit activity waiting\n"
+        "echo phase-ready; read c\n"
+        "exit 3\n"
+    )
+    login(page, server)
+    spawn_from_form(page, "sh phases.sh", name="phases", cwd=tmp_path)
+    entry = session_entry(page, "phases")
+    badge = entry.locator(".badge")
+    header_badge = page.locator("#session-badge")
+    boxes = []
+
+    def step(label: str) -> None:
+        expect(badge).to_have_text(label)
+        expect(header_badge).to_have_text(label)
+        box = badge.bounding_box()
+        entry_box = entry.bounding_box()
+        assert box is not None and entry_box is not None
+        boxes.append((box["width"], box["height"], entry_box["height"]))
+
+    step("Working")
+    expect(page).to_have_title("ptyvisor")
+    wait_for_terminal(page, "^phase-working$")
+    page.keyboard.press("Enter")
+    step("Needs input")
+    expect(page).to_have_title(re.compile(r"^\(1\) ptyvisor"))
+    expect(page.locator("#sidebar-count")).to_contain_text("1 need input")
+    page.keyboard.press("Enter")
+    step("Ready")
+    expect(page).to_have_title("ptyvisor")
+    # Time in state ticks by itself.
+    expect(entry.locator(".session-time")).to_have_text(re.compile(r"^[1-9]\d*s$"), timeout=5000)
+    page.keyboard.press("Enter")
+    step("Failed")
+    expect(entry.locator(".session-detail")).to_contain_text("exit 3")
+    expect(page.locator("#session-extra")).to_contain_text("exit 3")
+    assert len(set(boxes)) == 1, f"badges or entries changed size: {boxes}"
+    # Frames never reach the terminal.
+    assert not any("7733" in line for line in terminal_lines(page))
+
+
+def test_every_badge_has_its_own_colour_and_one_width(server: Server, page: Page) -> None:
+    phases = {
+        "live": "cat",
+        "starting": "ptyvisor emit activity starting; cat",
+        "working": "ptyvisor emit activity working --agent demo; cat",
+        "needs-input": "ptyvisor emit activity needs_input; cat",
+        "ready": "ptyvisor emit activity waiting; cat",
+        "failed": "exit 3",
+        "stopped": "exit 0",
+    }
+    for name, script in phases.items():
+        reply = server.request({"type": "spawn", "argv": ["sh", "-c", script], "name": name})
+        assert reply["type"] == "spawned", reply
+    login(page, server)
+    expected = {
+        "live": "Live",
+        "starting": "Starting",
+        "working": "Working",
+        "needs-input": "Needs input",
+        "ready": "Ready",
+        "failed": "Failed",
+        "stopped": "Stopped",
+    }
+    for name, label in expected.items():
+        expect(session_entry(page, name).locator(".badge")).to_have_text(label)
+    expect(session_entry(page, "failed").locator(".session-detail")).to_contain_text("exit 3")
+    expect(session_entry(page, "stopped").locator(".session-detail")).to_contain_text("exit 0")
+    colours = page.eval_on_selector_all(
+        ".session-button .badge", "els => els.map(e => getComputedStyle(e).backgroundColor)"
+    )
+    widths = page.eval_on_selector_all(
+        ".session-button .badge", "els => els.map(e => e.getBoundingClientRect().width)"
+    )
+    assert len(set(colours)) == len(expected), colours
+    assert len(set(widths)) == 1, widths
+    expect(page).to_have_title(re.compile(r"^\(1\) ptyvisor"))
+    session_entry(page, "working").click()
+    expect(page.locator("#session-title")).to_have_text("working")
+    screenshot(page, "sessions")
+
+
+def test_second_tab_sees_changes_live(server: Server, browser: BrowserContext) -> None:
+    first, second = open_tab(browser), open_tab(browser)
+    login(first, server)
+    login(second, server)
+    spawn_from_form(first, "sh -c 'echo from-first; exec cat'", name="shared")
+    # The other tab lists it without reloading, and can open it.
+    entry = session_entry(second, "shared")
+    expect(entry.locator(".badge")).to_have_text("Live")
+    entry.click()
+    wait_for_terminal(second, "^from-first$")
+    expect(session_entry(first, "shared").locator(".session-detail")).to_contain_text("2 viewers")
+    # What one tab types, both see.
+    first.keyboard.type("typed-in-first")
+    first.keyboard.press("Enter")
+    wait_for_terminal(second, "^typed-in-first$")
+    # Kill asks first; Cancel changes nothing.
+    first.locator("#kill-button").click()
+    dialog = first.locator("#confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Kill “shared”?")
+    expect(first.locator("#confirm-cancel")).to_be_focused()
+    first.locator("#confirm-cancel").click()
+    expect(dialog).to_be_hidden()
+    expect(session_entry(second, "shared").locator(".badge")).to_have_text("Live")
+    first.locator("#kill-button").click()
+    first.locator("#confirm-ok").click()
+    expect(session_entry(second, "shared").locator(".badge")).to_have_text("Failed")
+    expect(session_entry(second, "shared").locator(".session-detail")).to_contain_text(
+        "killed by SIGHUP"
+    )
+    expect(first.locator("#kill-button")).to_be_disabled()
+    # Close removes it everywhere; the other tab says what happened to its pane.
+    first.locator("#close-button").click()
+    expect(dialog).to_contain_text("Close “shared”?")
+    first.locator("#confirm-ok").click()
+    expect(session_entry(first, "shared")).to_have_count(0)
+    expect(session_entry(second, "shared")).to_have_count(0)
+    expect(second.locator("#empty-title")).to_have_text("Session closed")
+    expect(second.locator("#session-view")).to_be_hidden()
+    assert server.sessions() == []
+
+
+def test_queued_message_for_a_working_agent(server: Server, page: Page, tmp_path: Path) -> None:
+    script = tmp_path / "agent.sh"
+    script.write_text(
+        "ptyvisor emit activity working --agent script\necho working; read a\n"
+        "ptyvisor emit activity waiting\necho done; read b\n"
+    )
+    login(page, server)
+    spawn_from_form(page, "sh agent.sh", name="agent", cwd=tmp_path)
+    box = page.locator("#queue-box")
+    expect(box).to_be_visible()
+    page.locator("#queue-input").fill("Also run the linter.")
+    page.locator("#queue-input").press("Enter")
+    expect(page.locator("#queue-current-text")).to_have_text("Also run the linter.")
+    expect(session_entry(page, "agent").locator(".session-detail")).to_contain_text(
+        "message queued"
+    )
+    assert [s["queued_message"] for s in server.sessions()] == ["Also run the linter."]
+    page.locator("#queue-remove").click()
+    expect(page.locator("#queue-current")).to_be_hidden()
+    assert [s["queued_message"] for s in server.sessions()] == [None]
+    # Not working any more: the box goes.
+    page.locator("#terminal-host").click()
+    page.keyboard.press("Enter")
+    expect(session_entry(page, "agent").locator(".badge")).to_have_text("Ready")
+    expect(box).to_be_hidden()
+
+
+def test_tabs_of_different_sizes_share_a_session(server: Server, browser: BrowserContext) -> None:
+    wide, narrow = open_tab(browser), open_tab(browser)
+    narrow.set_viewport_size({"width": 700, "height": 600})
+    login(wide, server)
+    login(narrow, server)
+    spawn_from_form(wide, "bash --norc --noprofile", name="sized")
+    wide_size = server.sessions()[0]["size"]
+    # Opening it in the smaller tab resizes the program to that tab's pane …
+    session_entry(narrow, "sized").click()
+    expect(narrow.locator("#session-extra")).not_to_contain_text(
+        f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
+    )
+    narrow_size = server.sessions()[0]["size"]
+    assert narrow_size["cols"] < wide_size["cols"]
+    # … the wide tab draws at that size meanwhile, and takes its own size back as
+    # soon as the user types there again.
+    expect(wide.locator("#session-extra")).to_contain_text(
+        f"{narrow_size['cols']}\N{MULTIPLICATION SIGN}{narrow_size['rows']}"
+    )
+    wide.locator("#terminal-host").click()
+    wide.keyboard.type("stty size")
+    wide.keyboard.press("Enter")
+    wait_for_terminal(wide, f"^{wide_size['rows']} {wide_size['cols']}$")
+    expect(narrow.locator("#session-extra")).to_contain_text(
+        f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
+    )
