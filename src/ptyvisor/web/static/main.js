@@ -111,6 +111,7 @@ class App {
     Object.defineProperty(window, "ptyvisorDebug", {
       value: Object.freeze({
         terminalLines: () => this.pane.lines(),
+        terminalSize: () => ({ cols: this.pane.term?.cols ?? 0, rows: this.pane.term?.rows ?? 0 }),
         position: () => this.pane.position,
         lastReplay: () => this.pane.lastReplay,
         lagged: () => this.pane.lagged,
