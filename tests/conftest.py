@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,19 @@ PTYVISOR_BIN = str(Path(sys.executable).parent / "ptyvisor")
 """The installed console script, the way an agent hook would call it."""
 
 T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T | None], what: str, *, timeout: float = 15) -> T:
+    """Poll a cheap synchronous check (files, processes, CLI output) until it gives
+    something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
 
 
 @pytest.fixture

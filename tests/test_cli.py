@@ -31,6 +31,7 @@ import pytest
 from ptyvisor.client import Client
 from ptyvisor.protocol import SessionSummary
 
+from .conftest import wait_for
 from .test_control import ASK, BASH, WRAPPER
 
 PTYVISOR = str(Path(sys.executable).parent / "ptyvisor")
@@ -42,18 +43,6 @@ T = TypeVar("T")
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def wait_for(check: Callable[[], T | None], what: str, *, timeout: float = 10) -> T:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def clean_env(home: Path, state_dir: Path) -> dict[str, str]:

@@ -37,13 +37,13 @@ class Reply:
         self.body = body
 
 
-async def get(server: RunningServer, path: str, **headers: str) -> Reply:
+async def get(server: RunningServer, path: str, method: str = "GET", **headers: str) -> Reply:
     address = urlsplit(server.url).netloc
 
     def fetch() -> Reply:
         conn = http.client.HTTPConnection(address, timeout=10)
         try:
-            conn.request("GET", path, headers=headers)
+            conn.request(method, path, headers=headers)
             response = conn.getresponse()
             return Reply(
                 response.status,
@@ -85,6 +85,28 @@ async def test_page_and_assets_served_with_safe_headers(server: RunningServer) -
     xterm = await get(server, "/static/vendor/xterm.mjs")
     assert b"export" in xterm.body
     assert len(xterm.body) > 100_000
+
+
+async def test_only_get_and_head(server: RunningServer) -> None:
+    full = await get(server, "/static/app.css")
+    head = await get(server, "/static/app.css", method="HEAD")
+    assert head.status == 200
+    assert head.body == b""
+    assert head.headers["content-length"] == str(len(full.body))
+    for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+        refused = await get(server, "/", method=method)
+        assert refused.status == 405, method
+        assert refused.headers["allow"] == "GET, HEAD"
+    # Not even with the token and an upgrade: a WebSocket handshake is a GET.
+    upgrade = await get(
+        server,
+        "/",
+        method="POST",
+        Authorization=f"Bearer {TOKEN}",
+        Upgrade="websocket",
+        Connection="Upgrade",
+    )
+    assert upgrade.status == 405
 
 
 @pytest.mark.parametrize(

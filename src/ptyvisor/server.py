@@ -370,7 +370,8 @@ def _page_request(config: ServerConfig, page: WebPage, request: Request) -> Resp
         return page.refuse_origin()
     offered = _offered_token(request)
     token_ok = None if offered is None else token_matches(config, offered)
-    return page.respond(urlsplit(request.path).path, request.headers, token_ok=token_ok)
+    path = urlsplit(request.path).path
+    return page.respond(request.method, path, request.headers, token_ok=token_ok)
 
 
 async def run_server(
@@ -385,7 +386,7 @@ async def run_server(
         page = WebPage()
 
         def process_request(connection: ServerConnection, request: Request) -> Response | None:
-            if not _is_upgrade(request):
+            if not _is_upgrade(request) or request.method != "GET":
                 return _page_request(config, page, request)
             refusal = check_request(config, request)
             if refusal is None:

@@ -105,8 +105,22 @@ class WebPage:
     def refuse_origin(self) -> Response:
         return _response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
 
-    def respond(self, path: str, headers: Headers, *, token_ok: bool | None) -> Response:
+    def respond(
+        self, method: str, path: str, headers: Headers, *, token_ok: bool | None
+    ) -> Response:
         """``token_ok`` is None when the request offered no token at all."""
+        if method not in ("GET", "HEAD"):
+            refused = _response(
+                HTTPStatus.METHOD_NOT_ALLOWED, b"only GET\n", "text/plain; charset=utf-8"
+            )
+            refused.headers["Allow"] = "GET, HEAD"
+            return refused
+        response = self._get(path, headers, token_ok=token_ok)
+        if method == "HEAD":
+            response.body = b""  # Content-Length still tells the GET's length
+        return response
+
+    def _get(self, path: str, headers: Headers, *, token_ok: bool | None) -> Response:
         if path == "/api/auth":
             if token_ok:
                 return _response(HTTPStatus.NO_CONTENT, b"", "text/plain; charset=utf-8")

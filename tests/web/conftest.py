@@ -15,8 +15,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +30,8 @@ from playwright.sync_api import (
     sync_playwright,
 )
 from websockets.sync.client import connect as ws_connect
+
+from ..conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-output" / "web"
@@ -53,18 +54,6 @@ SERVING_LINE = re.compile(r"^ptyvisor \S+ serving on ws://([^/\s]+)/$", re.MULTI
 T = TypeVar("T")
 
 expect.set_options(timeout=15_000)
-
-
-def wait_for(check: Callable[[], T | None], what: str, timeout: float = 15) -> T:
-    """Poll a cheap check (files, processes) until it gives something truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @dataclass

@@ -12,6 +12,8 @@ from typing import Any
 
 from playwright.sync_api import BrowserContext, Page, expect
 
+from ..conftest import wait_for
+from ..test_control import ASK, BASH, CODEX_QUESTION, WRAPPER
 from .conftest import (
     PYTHON,
     Server,
@@ -20,59 +22,8 @@ from .conftest import (
     screenshot,
     session_entry,
     spawn_from_form,
-    wait_for,
 )
 from .proxy import TcpProxy
-
-BASH = {
-    "session_id": "native-1",
-    "hook_event_name": "PermissionRequest",
-    "tool_name": "Bash",
-    "tool_input": {"command": "make deploy", "description": "Deploy the site"},
-    "permission_suggestions": [
-        {
-            "type": "addRules",
-            "rules": [{"toolName": "Bash", "ruleContent": "make:*"}],
-            "behavior": "allow",
-            "destination": "localSettings",
-        }
-    ],
-}
-QUESTIONS = [
-    {
-        "question": "Which colour?",
-        "header": "Colour",
-        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue"}],
-        "multiSelect": False,
-    },
-    {
-        "question": "Which letters?",
-        "header": "Letters",
-        "options": [{"label": "A"}, {"label": "B"}, {"label": "C"}],
-        "multiSelect": True,
-    },
-]
-ASK = {
-    "session_id": "native-1",
-    "hook_event_name": "PermissionRequest",
-    "tool_name": "AskUserQuestion",
-    "tool_input": {"questions": QUESTIONS},
-}
-
-# Runs the hook the way Claude does (its own process session, no controlling
-# terminal) and records its exit status and what it printed.
-WRAPPER = """
-import json, os, subprocess, sys
-with open("payload.json", "rb") as payload:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ptyvisor.hooks", sys.argv[1]],
-        stdin=payload, capture_output=True, check=False,
-    )
-result = {"rc": proc.returncode, "stdout": proc.stdout.decode(), "stderr": proc.stderr.decode()}
-with open("result.tmp", "w") as f:
-    json.dump(result, f)
-os.replace("result.tmp", "result.json")
-"""
 
 
 def start_hook_session(
@@ -114,7 +65,7 @@ def test_approval_answered_in_the_page_reaches_the_hook(
         expect(card.locator(".card-title")).to_have_text("Run a shell command")
         expect(card.locator(".card-meta")).to_have_text("Approval · Bash · claude-code")
         expect(card.locator("dd pre.mono")).to_have_text("make deploy")
-        expect(card.locator("dd").nth(1)).to_have_text("Deploy the site")
+        expect(card.locator("dd").nth(1)).to_have_text("Deploy")
         # The buttons show once the hook holds its request (answerable).
         expect(card.get_by_role("button", name="Allow", exact=True)).to_be_visible()
         expect(card.locator("button.suggestion")).to_have_count(1)
@@ -186,24 +137,6 @@ def test_question_answered_with_options_and_free_text(
     }
 
 
-CODEX_QUESTION = {
-    "session_id": "native-2",
-    "turn_id": "turn-1",
-    "hook_event_name": "PreToolUse",
-    "tool_name": "request_user_input",
-    "tool_input": {
-        "questions": [
-            {
-                "id": "flavour",
-                "header": "Flavour",
-                "question": "Which flavour?",
-                "options": [{"label": "Vanilla"}, {"label": "Chocolate"}],
-            }
-        ]
-    },
-}
-
-
 def test_question_only_the_terminal_can_answer_is_read_only(
     server: Server, page: Page, tmp_path: Path
 ) -> None:
@@ -212,13 +145,13 @@ def test_question_only_the_terminal_can_answer_is_read_only(
     start_hook_session(page, tmp_path, CODEX_QUESTION, "codex-ask", agent="codex")
     card = page.locator(".card")
     expect(card.locator(".card-title")).to_have_text("Codex has a question")
-    expect(card.locator(".question-text")).to_have_text("Which flavour?")
+    expect(card.locator(".question-text")).to_have_text("Which colour?")
     note = card.locator(".card-readonly")
     expect(note).to_be_visible()
     expect(note).to_have_text(re.compile("^Answer this in the terminal"))
     # What is asked stays readable; nothing offers to answer it.
     expect(card.locator(".question-text")).to_be_visible()
-    expect(card.get_by_label("Vanilla")).to_be_disabled()
+    expect(card.get_by_label("Red")).to_be_disabled()
     expect(card.get_by_role("button")).to_have_count(0)
     expect(card.locator(".free-text")).to_be_hidden()
     screenshot(page, "question-read-only")

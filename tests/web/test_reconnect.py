@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from ..conftest import wait_for
 from .conftest import (
     PYTHON,
     Server,
@@ -19,7 +20,6 @@ from .conftest import (
     spawn_from_form,
     start_server,
     terminal_lines,
-    wait_for,
     wait_for_terminal,
 )
 from .proxy import TcpProxy
