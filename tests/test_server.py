@@ -4,6 +4,7 @@ failures, the session-list stream, resize, signals."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import connect
@@ -138,3 +139,20 @@ async def _exited_summary(client: Client, session_id: str):  # type: ignore[no-u
         if s.id == session_id and s.process.state == "exited":
             return s
     return None
+
+
+async def test_agent_sessions_show_the_command_asked_for(client: Client, tmp_path: Path) -> None:
+    # A stand-in `claude` on the child's PATH: the launch is real, the agent is not.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text("#!/bin/sh\nexec cat\n")
+    fake.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    summary = await client.spawn(["--model", "x"], agent="claude-code", env=env)
+    assert summary.argv[:2] == ["claude", "--settings"]  # the extension, this session only
+    assert summary.command == ["claude", "--model", "x"]
+    plain = await client.spawn(["sh", "-c", "exec cat"])
+    assert plain.command == plain.argv == ["sh", "-c", "exec cat"]
+    for session in (summary, plain):
+        await client.close(session.id)

@@ -391,7 +391,7 @@ def format_table(sessions: list[SessionSummary]) -> str:
                 _ago(now - s.activity.since),
                 str(s.clients),
                 _pending(s),
-                " ".join(s.argv),
+                " ".join(s.command or s.argv),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

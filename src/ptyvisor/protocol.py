@@ -63,7 +63,12 @@ class SessionSummary(_Model):
 
     id: SessionId
     name: str
-    argv: list[str]
+    argv: list[str] = Field(description="What runs, including an agent's extension flags")
+    command: list[str] = Field(
+        default_factory=list,
+        description="What was asked for, for display: the argv of a plain command; for an "
+        "agent, its program and the user's own arguments (no extension flags)",
+    )
     cwd: str
     agent: str | None = None
     process: ProcessState

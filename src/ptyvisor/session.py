@@ -107,6 +107,7 @@ class Session:
         cwd: str,
         env: Mapping[str, str],
         cols: int,
+        command: Sequence[str] | None = None,
         rows: int,
         config: SessionConfig,
         on_change: Callable[[], None],
@@ -118,6 +119,7 @@ class Session:
         self.agent = agent
         self.name = name
         self.argv = list(argv)
+        self.command = list(argv if command is None else command)
         self.cwd = cwd
         self.created_at = now_ms()
         self._nonce = new_nonce()
@@ -545,6 +547,7 @@ class Session:
             id=self.id,
             name=self.name,
             argv=self.argv,
+            command=self.command,
             cwd=self.cwd,
             agent=self.agent or activity.agent,
             process=self.process,

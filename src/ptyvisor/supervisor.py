@@ -51,8 +51,12 @@ class Supervisor:
         while session_id in self._sessions:
             session_id = new_session_id()
         extra_env: dict[str, str] = {}
+        command = list(argv)
         if agent is not None:
             started = launch(agent, argv, session_dir=self.session_dir(session_id))
+            # What the user asked for: the agent's program and their own arguments,
+            # without the extension flags (a page-long hooks JSON for Claude).
+            command = [started.argv[0], *argv]
             argv, extra_env = started.argv, started.env
         if not argv:
             raise SpawnError("empty command")
@@ -62,6 +66,7 @@ class Supervisor:
                 name=name or agent or argv[0].rsplit("/", 1)[-1],
                 agent=agent,
                 argv=argv,
+                command=command,
                 cwd=cwd,
                 env={**env, **extra_env},
                 cols=cols,

@@ -15,7 +15,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -125,8 +125,15 @@ def server_env(base: Path) -> dict[str, str]:
     return env
 
 
-def start_server(base: Path, *extra: str, port: int = 0, run: str = "serve") -> Server:
-    """``extra``: more ``serve`` options; ``run`` names the log of this start."""
+def start_server(
+    base: Path,
+    *extra: str,
+    port: int = 0,
+    run: str = "serve",
+    env: Mapping[str, str] | None = None,
+) -> Server:
+    """``extra``: more ``serve`` options; ``run`` names the log of this start; ``env``
+    replaces :func:`server_env`'s environment (the sessions the page starts inherit it)."""
     state_dir = base / "state"
     log = base / f"{run}.log"
     argv = [PTYVISOR, "serve", "--host", "127.0.0.1", "--port", str(port)]
@@ -137,7 +144,7 @@ def start_server(base: Path, *extra: str, port: int = 0, run: str = "serve") -> 
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=server_env(base),
+            env=server_env(base) if env is None else dict(env),
         )
 
     def page_line() -> str | None:

@@ -77,7 +77,8 @@ export function exitText(session) {
  * @returns {string}
  */
 export function commandText(session) {
-  const command = session.argv.map(quoteArg).join(" ");
+  const argv = session.command?.length ? session.command : session.argv;
+  const command = argv.map(quoteArg).join(" ");
   return session.agent ? `${session.agent} · ${command}` : command;
 }
 

@@ -49,6 +49,7 @@
  * @property {string} id
  * @property {string} name
  * @property {string[]} argv
+ * @property {string[]} [command] what was asked for (an agent without its extension flags)
  * @property {string} cwd
  * @property {string | null} [agent]
  * @property {ProcessState} process
