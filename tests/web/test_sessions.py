@@ -228,3 +228,15 @@ def test_tabs_of_different_sizes_share_a_session(server: Server, browser: Browse
     expect(narrow.locator("#session-extra")).to_contain_text(
         f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
     )
+
+
+def test_program_title_shows_and_survives_reopening(server: Server, page: Page) -> None:
+    login(page, server)
+    spawn_from_form(page, r"""sh -c 'printf "\033]0;build: step 2\007"; exec cat'""", name="titled")
+    shown = page.locator("#session-term-title")
+    expect(shown).to_have_text("build: step 2")
+    spawn_from_form(page, "cat", name="untitled")
+    expect(shown).to_be_hidden()
+    # Reopened from a snapshot: the server's headless terminal kept the title.
+    session_entry(page, "titled").click()
+    expect(shown).to_have_text("build: step 2")

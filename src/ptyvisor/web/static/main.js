@@ -82,6 +82,13 @@ class App {
       status.textContent = text;
       status.hidden = text === "";
     });
+    this.pane.addEventListener("title", (event) => {
+      const title = /** @type {CustomEvent<string>} */ (event).detail;
+      const shown = byId("session-term-title");
+      shown.textContent = title;
+      shown.title = title;
+      shown.hidden = title === "";
+    });
     this.store.addEventListener("change", () => this._storeChanged());
 
     const connection = this.connection;

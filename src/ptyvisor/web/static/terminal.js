@@ -30,7 +30,8 @@ const THEME = {
 const SCROLLBACK_LINES = 5000;
 
 /**
- * Events: `status` (detail: string — "", or a note to show over the pane).
+ * Events: `status` (detail: string — "", or a note to show over the pane);
+ * `title` (detail: string — the title the program set with OSC 0/2, "" for none).
  */
 export class TerminalPane extends EventTarget {
   /**
@@ -108,6 +109,8 @@ export class TerminalPane extends EventTarget {
     // Non-UTF-8 mouse reports: one byte per char code.
     term.onBinary((data) => this._input(Uint8Array.from(data, (c) => c.charCodeAt(0) & 0xff)));
     term.onResize(() => this._sendSize());
+    // Agents keep their task in the title (Claude Code does); snapshots restore it.
+    term.onTitleChange((title) => this._emit("title", title));
     term.open(this.host);
     const name = this.store.get(id)?.name ?? id;
     term.textarea?.setAttribute("aria-label", `Terminal of ${name}`);
@@ -129,6 +132,7 @@ export class TerminalPane extends EventTarget {
     this.fitAddon = null;
     this.host.replaceChildren();
     this._status("");
+    this._emit("title", "");
   }
 
   focus() {
@@ -328,7 +332,15 @@ export class TerminalPane extends EventTarget {
 
   /** @param {string} text */
   _status(text) {
-    this.dispatchEvent(new CustomEvent("status", { detail: text }));
+    this._emit("status", text);
+  }
+
+  /**
+   * @param {"status" | "title"} type
+   * @param {string} detail
+   */
+  _emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
   }
 }
 
