@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -23,6 +25,42 @@ PTYVISOR_BIN = str(Path(sys.executable).parent / "ptyvisor")
 """The installed console script, the way an agent hook would call it."""
 
 T = TypeVar("T")
+
+
+PAGE_LINE = re.compile(r"^page: (http://\S+)$", re.MULTILINE)
+
+
+def start_serve(
+    args: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``ptyvisor serve ARGS`` writing to files (``stderr`` None: into ``stdout``)
+    and wait for its ``page:`` line, printed last once it listens: (process, page URL).
+    A server that exits or never gets there is killed and the test fails with its output.
+    """
+    with stdout.open("wb") as out, contextlib.ExitStack() as files:
+        err = subprocess.STDOUT if stderr is None else files.enter_context(stderr.open("wb"))
+        proc = subprocess.Popen(
+            [PTYVISOR_BIN, "serve", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=dict(env),
+        )
+
+    def page_line() -> str | None:
+        if proc.poll() is not None:
+            output = stdout.read_text() + ("" if stderr is None else stderr.read_text())
+            raise AssertionError(f"serve exited with {proc.returncode}: {output[-2000:]}")
+        match = PAGE_LINE.search(stdout.read_text())
+        return match.group(1) if match else None
+
+    try:
+        return proc, wait_for(page_line, "serve's page: line")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+        raise
 
 
 def wait_for(check: Callable[[], T | None], what: str, *, timeout: float = 15) -> T:

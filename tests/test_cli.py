@@ -31,7 +31,7 @@ import pytest
 from ptyvisor.client import Client
 from ptyvisor.protocol import SessionSummary
 
-from .conftest import wait_for
+from .conftest import start_serve, wait_for
 from .test_control import ASK, BASH, WRAPPER
 
 PTYVISOR = str(Path(sys.executable).parent / "ptyvisor")
@@ -96,30 +96,13 @@ def start_server(
     state_dir = Path(env["PTYVISOR_STATE_DIR"])
     stdout_path = base / f"{run_name}.stdout"
     stderr_path = base / f"{run_name}.stderr"
-    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
-        proc = subprocess.Popen(
-            [PTYVISOR, "serve", "--port", "0", "--state-dir", str(state_dir), *extra],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=env,
-        )
-
-    def first_line() -> str | None:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"server exited with {proc.returncode}: {stderr_path.read_text()[-2000:]}"
-            )
-        text = stdout_path.read_text()
-        return text.split("\n", 1)[0] if "\n" in text else None
-
-    try:
-        line = wait_for(first_line, "the server's first line")
-    except BaseException:
-        with contextlib.suppress(OSError):
-            proc.kill()
-        proc.wait()
-        raise
+    proc, _ = start_serve(
+        ["--port", "0", "--state-dir", str(state_dir), *extra],
+        env=env,
+        stdout=stdout_path,
+        stderr=stderr_path,
+    )
+    line = stdout_path.read_text().split("\n", 1)[0]
     match = SERVING.match(line)
     assert match, f"unexpected first line: {line!r}"
     return ServerProcess(proc, match.group(1), state_dir, env, stdout_path, stderr_path)

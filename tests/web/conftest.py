@@ -8,7 +8,6 @@ to ``test-output/web/`` at the repository root.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -31,7 +30,7 @@ from playwright.sync_api import (
 )
 from websockets.sync.client import connect as ws_connect
 
-from ..conftest import wait_for
+from ..conftest import start_serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-output" / "web"
@@ -48,7 +47,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 WIDE: ViewportSize = {"width": 1280, "height": 800}
-PAGE_LINE = re.compile(r"^page: (http://\S+)$", re.MULTILINE)
 SERVING_LINE = re.compile(r"^ptyvisor \S+ serving on ws://([^/\s]+)/$", re.MULTILINE)
 
 T = TypeVar("T")
@@ -136,30 +134,8 @@ def start_server(
     replaces :func:`server_env`'s environment (the sessions the page starts inherit it)."""
     state_dir = base / "state"
     log = base / f"{run}.log"
-    argv = [PTYVISOR, "serve", "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--state-dir", str(state_dir)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [*argv, *extra],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=server_env(base) if env is None else dict(env),
-        )
-
-    def page_line() -> str | None:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        match = PAGE_LINE.search(log.read_text())
-        return match.group(1) if match else None
-
-    try:
-        url = wait_for(page_line, "serve's page: line")
-    except BaseException:
-        with contextlib.suppress(OSError):
-            proc.kill()
-        proc.wait()
-        raise
+    args = ["--host", "127.0.0.1", "--port", str(port), "--state-dir", str(state_dir), *extra]
+    proc, url = start_serve(args, env=server_env(base) if env is None else env, stdout=log)
     serving = SERVING_LINE.search(log.read_text())
     assert serving, log.read_text()
     token = url.split("?token=", 1)[1]
