@@ -328,6 +328,12 @@ class Attached(_Model):
     req_id: RequestId = None
     session: SessionSummary
     seq: int
+    live_seq: int = Field(
+        description="Where live output begins: bytes before it are replay. Terminal "
+        "queries in replayed bytes were answered when they were live (by the server or "
+        "another client), so a client that answers queries must not answer them again "
+        "(see replay.py)"
+    )
     replay: Literal["exact", "snapshot"]
     truncated: bool
     snapshot: Snapshot | None = None

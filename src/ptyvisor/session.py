@@ -461,6 +461,10 @@ class Session:
                     req_id=req_id,
                     session=self.summary(),
                     seq=since,
+                    # Queries the headless terminal has parsed were answered (by it,
+                    # or by the client then attached); from here on this client
+                    # answers, as the server now stays silent (see replay.py).
+                    live_seq=min(max(since, self.renderer.rendered_seq), self.log.end_seq),
                     replay="exact",
                     truncated=False,
                 ).model_dump_json()
@@ -475,6 +479,7 @@ class Session:
             req_id=req_id,
             session=snapshot.session,
             seq=snapshot.seq,
+            live_seq=snapshot.seq,
             replay="snapshot",
             truncated=since is not None,
             snapshot=snapshot,

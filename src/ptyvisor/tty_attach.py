@@ -2,7 +2,8 @@
 
 The local terminal is a real terminal emulator, so it answers the program's
 DA/DSR queries itself (``answers_queries``) and the server stays silent. On a
-dropped connection it reconnects with backoff and resumes from its seq.
+dropped connection it reconnects with backoff and resumes from its seq; the replayed
+bytes lose their queries on the way, as they were answered when live (replay.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ptyvisor.protocol import (
     Snapshot,
     SnapshotMessage,
 )
+from ptyvisor.replay import shown
 
 DEFAULT_DETACH_KEY = b"\x1d"  # Ctrl-]
 RESET_MODES = (
@@ -54,6 +56,9 @@ class TerminalAttachment:
         self.detached = False
         self._end_seq: int | None = None
         """Where the output of a program that had exited before we attached ends."""
+        self._live_seq = 0
+        """Output before this seq is replay: the local terminal must not answer its
+        queries again (replay.py)."""
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -71,6 +76,7 @@ class TerminalAttachment:
         try:
             await self._resize()
             attached = await self._client.attach(self._session_id, answers_queries=True)
+            self._live_seq = attached.live_seq
             if attached.snapshot is not None:
                 self._draw(attached.snapshot)
             await self._follow_exit(attached)
@@ -132,7 +138,7 @@ class TerminalAttachment:
         async for event in self._client.events():
             match event:
                 case Output():
-                    self._write(event.data)
+                    self._write(shown(event.seq, event.data, self._live_seq))
                     if self._shown(event.seq + len(event.data)):
                         return
                 case SnapshotMessage(reason="lagging"):
@@ -163,6 +169,8 @@ class TerminalAttachment:
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
-            if attached is not None and attached.snapshot is not None:
-                self._draw(attached.snapshot)
+            if attached is not None:
+                self._live_seq = attached.live_seq
+                if attached.snapshot is not None:
+                    self._draw(attached.snapshot)
             return attached

@@ -224,3 +224,68 @@ def test_lagging_page_is_redrawn_from_a_snapshot(tmp_path: Path, page: Page) -> 
     finally:
         proxy.close()
         server.stop()
+
+
+# Asks DA1 (ESC [ c) once per round, when the test says, and records every byte it
+# reads until a "Z" typed in the page, which arrives after any reply the page sent.
+ASKS = r"""
+import os, sys, time, tty
+tty.setraw(0)
+print("ready", end="\r\n", flush=True)
+for round in ("live", "replayed"):
+    while not os.path.exists(f"ask-{round}"):
+        time.sleep(0.02)
+    sys.stdout.write(f"\x1b[cqueried-{round}\r\n")
+    sys.stdout.flush()
+    got = b""
+    while b"Z" not in got:
+        got += os.read(0, 1024)
+    with open(f"replies-{round}.tmp", "wb") as out:
+        out.write(got)
+    os.replace(f"replies-{round}.tmp", f"replies-{round}")
+print("done", end="\r\n", flush=True)
+sys.stdin.readline()
+"""
+DA1_REPLY = re.compile(rb"\x1b\[\?[0-9;]*c")
+
+
+def test_each_terminal_query_gets_one_reply_across_a_reconnect(
+    server: Server, proxy: TcpProxy, page: Page, tmp_path: Path
+) -> None:
+    (tmp_path / "asks.py").write_text(ASKS)
+    login(page, server, base=proxy.base)
+    spawn_from_form(page, f"{PYTHON} asks.py", name="asks", cwd=tmp_path)
+    wait_for_terminal(page, "^ready$")
+
+    def replies(round_name: str) -> bytes:
+        path = tmp_path / f"replies-{round_name}"
+        wait_for(path.exists, f"the {round_name} round's replies")
+        return path.read_bytes()
+
+    # Live: the page's terminal answers (the server stays silent while it is attached).
+    (tmp_path / "ask-live").touch()
+    wait_for_terminal(page, "^queried-live$")
+    page.keyboard.type("Z")
+    assert len(DA1_REPLY.findall(replies("live"))) == 1, replies("live")
+
+    # Asked while the page is away: the server answers. The page then gets the query
+    # again in its replay, and must not answer it a second time.
+    proxy.refuse(True)
+    proxy.drop()
+    expect(page.locator("#banner")).to_be_visible()
+    session = session_id(server)
+    wait_for(lambda: server.sessions()[0]["clients"] == 0, "the server to see the page go")
+    (tmp_path / "ask-replayed").touch()
+
+    def answered_by_server() -> bool:
+        reply = server.request({"type": "stats", "session": session})
+        return bool(reply["stats"]["render_lag"] == 0)
+
+    wait_for(answered_by_server, "the server's headless terminal to parse the query")
+    proxy.refuse(False)
+    expect(page.locator("#banner")).to_be_hidden()
+    wait_for_terminal(page, "^queried-replayed$")
+    assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "exact"
+    page.keyboard.type("Z")
+    assert len(DA1_REPLY.findall(replies("replayed"))) == 1, replies("replayed")
+    wait_for_terminal(page, "^done$")

@@ -4,12 +4,13 @@ arrives as an SGR mouse report once it enables mouse tracking."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 from playwright.sync_api import Page
 
-from .conftest import PYTHON, Server, login, spawn_from_form, wait_for_terminal
+from .conftest import PYTHON, ROOT, Server, login, spawn_from_form, wait_for_terminal
 
 # Raw mode, enable bracketed paste (2004) and mouse clicks with SGR encoding
 # (1000 + 1006), then print what arrives as a Python literal, one read per line.
@@ -63,3 +64,23 @@ def test_paste_is_bracketed_and_clicks_are_mouse_reports(
     assert r"\x1b[<0;5;3M" in "".join(lines), lines  # the press, before the release
 
     page.keyboard.type("q")
+
+
+def test_page_strips_replayed_queries_like_the_server_side(server: Server, page: Page) -> None:
+    """The page's replay.js against the vectors ptyvisor/replay.py is checked with."""
+    vectors = json.loads((ROOT / "tests" / "replay-queries.json").read_text())["vectors"]
+    login(page, server)
+    results: list[str] = page.evaluate(
+        """async vectors => {
+            const { withoutQueries, shown } = await import("/static/replay.js");
+            const bytes = text => Uint8Array.from(text, c => c.charCodeAt(0));
+            const text = b => String.fromCharCode(...b);
+            const out = vectors.map(v => text(withoutQueries(bytes(v.output))));
+            // Only the replayed part (before the live seq) loses its queries.
+            out.push(text(shown(100, bytes("a\\x1b[cb|c\\x1b[6nd"), 105)));
+            return out;
+        }""",
+        vectors,
+    )
+    assert results[:-1] == [v["shown"] for v in vectors]
+    assert results[-1] == "ab|c\x1b[6nd"

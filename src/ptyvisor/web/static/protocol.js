@@ -70,7 +70,7 @@
  * @typedef {{type: "hello", protocol: number, server_version: string, agents?: string[]}} Hello
  * @typedef {{type: "sessions", req_id?: ReqId, sessions: SessionSummary[]}} SessionsMessage
  * @typedef {{type: "spawned", req_id?: ReqId, session: SessionSummary}} Spawned
- * @typedef {{type: "attached", req_id?: ReqId, session: SessionSummary, seq: number, replay: "exact" | "snapshot", truncated: boolean, snapshot?: Snapshot | null}} Attached
+ * @typedef {{type: "attached", req_id?: ReqId, session: SessionSummary, seq: number, live_seq: number, replay: "exact" | "snapshot", truncated: boolean, snapshot?: Snapshot | null}} Attached
  * @typedef {{type: "snapshot", req_id?: ReqId, reason: "requested" | "lagging", snapshot: Snapshot}} SnapshotMessage
  * @typedef {{type: "activity", session: string, activity: Activity, pending_interaction?: Interaction | null, answerable?: boolean}} ActivityChanged
  * @typedef {{type: "process", session: string, process: ProcessState}} ProcessChanged

@@ -10,6 +10,7 @@
 import { Terminal } from "./vendor/xterm.mjs";
 import { FitAddon } from "./vendor/addon-fit.mjs";
 import { isPageShortcut } from "./keys.js";
+import { shown } from "./replay.js";
 
 /**
  * @typedef {import("./connection.js").Connection} Connection
@@ -52,6 +53,8 @@ export class TerminalPane extends EventTarget {
     this.fitAddon = null;
     /** Seq of the next byte we expect; null until the first `attached`. */
     this.position = /** @type {number | null} */ (null);
+    /** Output before this seq is replay: its queries were answered when live. */
+    this.liveSeq = 0;
     /** req_id of an attach whose reply has not come yet: output until then is not ours. */
     this.pendingAttach = /** @type {string | null} */ (null);
     this.attached = false;
@@ -199,6 +202,7 @@ export class TerminalPane extends EventTarget {
         this._syncInput();
         this._status("");
         this.lastReplay = message.replay;
+        this.liveSeq = message.live_seq;
         if (message.replay === "snapshot" && message.snapshot) {
           this._draw(message.snapshot);
         } else {
@@ -273,8 +277,14 @@ export class TerminalPane extends EventTarget {
   _output(data) {
     // Bytes before our `attached` belong to the previously attached session.
     if (this.term === null || !this.attached || this.pendingAttach !== null) return;
-    if (this.position !== null) this.position += data.byteLength;
-    this.term.write(new Uint8Array(data));
+    const bytes = new Uint8Array(data);
+    const seq = this.position;
+    if (seq === null) {
+      this.term.write(bytes);
+      return;
+    }
+    this.position = seq + bytes.length;
+    this.term.write(shown(seq, bytes, this.liveSeq));
   }
 
   /** @param {Uint8Array} bytes */
