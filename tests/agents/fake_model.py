@@ -487,6 +487,18 @@ class FakeModelServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), left)
 
+    async def answer_to(self, call: Request, *, wait: float = 30.0) -> tuple[Request, ToolResult]:
+        """The later scripted request carrying the tool result of ``call``'s tool call
+        (what the agent sent back once the tool ran or was refused), and that result."""
+        call_id = call.call_id
+        assert call_id is not None, f"no tool call in {call.summary()}"
+        later = await self.wait_for_request(
+            lambda r: r.outcome == "scripted" and r.tool_result(call_id) is not None, wait=wait
+        )
+        result = later.tool_result(call_id)
+        assert result is not None
+        return later, result
+
     def __iter__(self) -> Iterator[Request]:
         return iter(self.requests)
 

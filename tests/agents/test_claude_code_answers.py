@@ -58,18 +58,6 @@ async def held(run: AgentRun, ident: str, *, wait: float = 20) -> None:
             await anyio.sleep(0.1)
 
 
-async def result_of(model: FakeModelServer, call: Request) -> tuple[str, bool]:
-    """The tool result the model receives for ``call`` in a later request."""
-    assert call.call_id is not None
-    call_id = call.call_id
-    later = await model.wait_for_request(
-        lambda r: r.outcome == "scripted" and r.tool_result(call_id) is not None
-    )
-    result = later.tool_result(call_id)
-    assert result is not None
-    return result.output, result.is_error
-
-
 @pytest.mark.timeout(90, func_only=True)
 async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
     async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
@@ -94,8 +82,8 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
         assert not (run.project / "allowed.txt").exists(), "ran before it was approved"
         mark = run.mark()
         await answer(run, approval.id, behavior="allow")
-        output, is_error = await result_of(model, first)
-        assert "allowed-ran" in output and not is_error, output
+        _, result = await model.answer_to(first)
+        assert "allowed-ran" in result.output and not result.is_error, result
         assert (run.project / "allowed.txt").read_text().strip() == "allowed-ran"
 
         # (d) A second answer to the answered approval is gone.
@@ -108,8 +96,8 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
         await held(run, denial.id)
         mark = run.mark()
         await answer(run, denial.id, behavior="deny", message=DENIAL)
-        output, is_error = await result_of(model, second)
-        assert DENIAL in output, output
+        _, result = await model.answer_to(second)
+        assert DENIAL in result.output, result
         assert not (run.project / "denied.txt").exists(), "ran although it was denied"
 
         # (c) A question answered from the client: the model gets the chosen option.
@@ -120,8 +108,8 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
         await held(run, question.id)
         mark = run.mark()
         await answer(run, question.id, answers={question.questions[0].id: ["Blue"]})
-        output, _ = await result_of(model, third)
-        assert f'"{QUESTION}"="Blue"' in output, output
+        _, result = await model.answer_to(third)
+        assert f'"{QUESTION}"="Blue"' in result.output, result
 
         # (e) A multi-select question answered with two options: Claude gets them the
         # way its own dialog gives them (labels joined with ", ", in the order chosen).
@@ -130,8 +118,8 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
         assert toppings.questions[0].multi_select
         await held(run, toppings.id)
         await answer(run, toppings.id, answers={toppings.questions[0].id: ["Basil", "Cheese"]})
-        output, is_error = await result_of(model, fourth)
-        assert f'"{TOPPINGS}"="Basil, Cheese"' in output and not is_error, output
+        _, result = await model.answer_to(fourth)
+        assert f'"{TOPPINGS}"="Basil, Cheese"' in result.output and not result.is_error, result
 
         await run.wait_phase("waiting", since=mark)
         await run.wait_screen("DONE-2", wait=10)
@@ -218,8 +206,8 @@ async def test_claude_code_subagent_approval_outlives_the_main_turn(tmp_path: Pa
         mark = run.mark()
         await answer(run, approval.id, behavior="allow")
         ran = model.scripted[1]
-        output, is_error = await result_of(model, ran)
-        assert "sub-ran" in output and not is_error, output
+        _, result = await model.answer_to(ran)
+        assert "sub-ran" in result.output and not result.is_error, result
         await run.wait_screen("DONE-S", wait=30)
         await run.wait_phase("waiting", since=mark)
         assert run.phases[-3:] == ["needs_input", "working", "waiting"]

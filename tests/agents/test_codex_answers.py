@@ -17,7 +17,6 @@ from tests.agents.test_claude_code_answers import (
     answer,
     error_of,
     held,
-    result_of,
 )
 from tests.agents.test_codex_e2e import ready
 from tests.agents.under_ptyvisor import agent_session, row
@@ -53,19 +52,16 @@ async def test_codex_answered_from_a_client(tmp_path: Path) -> None:
         assert not (run.project / "allowed.txt").exists(), "ran before it was approved"
         mark = run.mark()
         await answer(run, approval.id, behavior="allow")
-        output, _ = await result_of(model, first)
-        assert "allowed-ran" in output, output
+        second, result = await model.answer_to(first)
+        assert "allowed-ran" in result.output, result
         assert (run.project / "allowed.txt").read_text().strip() == "allowed-ran"
         assert (await error_of(run, approval.id, behavior="deny")).code == "gone"
 
-        second = await model.wait_for_request(
-            lambda r: r.outcome == "scripted" and r.tool_result(first.call_id or "") is not None
-        )
         denial = await run.wait_interaction(since=mark)
         assert row(denial, "Command") == (DENIED, True)
         await held(run, denial.id)
         await answer(run, denial.id, behavior="deny", message="not this one E2E-DENY")
-        await result_of(model, second)
+        await model.answer_to(second)
         await run.wait_screen("DONE-3", wait=15)
         assert not (run.project / "denied.txt").exists(), "ran although denied"
 

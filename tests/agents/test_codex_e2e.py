@@ -63,41 +63,20 @@ async def test_codex_session_end_to_end(tmp_path: Path) -> None:
         assert run.changes[-1].activity.phase.value == "needs_input"
         await run.wait_screen("Would you like to run the following command?", wait=10)
         assert not (run.project / "out.txt").exists(), "ran before it was approved"
-        await anyio.sleep(KEY_SETTLE)
         mark = run.mark()
-        await run.type("y")
-        await run.wait_change(
-            lambda c: c.activity.phase.value == "working" and c.pending_interaction is None,
-            since=mark,
-        )
-        assert call.call_id is not None
-        call_id = call.call_id
-        asked = await model.wait_for_request(
-            lambda r: r.outcome == "scripted" and r.tool_result(call_id) is not None
-        )
-        result = asked.tool_result(call_id)
-        assert result is not None and "tool-ran" in result.output, result
+        await run.answer_with_keys("y", settle=KEY_SETTLE)
+        asked, result = await model.answer_to(call)
+        assert "tool-ran" in result.output, result
 
         question = await run.wait_interaction(since=mark)
         assert question.kind == "question"
         assert [q.question for q in question.questions] == [QUESTION]
         assert [o.label for o in question.questions[0].options] == OPTIONS
         await run.wait_screen("Question 1/1", wait=10)
-        await anyio.sleep(KEY_SETTLE)
         mark = run.mark()
-        await run.type(DOWN)
-        await run.type(ENTER)
-        await run.wait_change(
-            lambda c: c.activity.phase.value == "working" and c.pending_interaction is None,
-            since=mark,
-        )
-        assert asked.call_id is not None
-        ask_id = asked.call_id
-        answered = await model.wait_for_request(
-            lambda r: r.outcome == "scripted" and r.tool_result(ask_id) is not None
-        )
-        chosen = answered.tool_result(ask_id)
-        assert chosen is not None and '"answers":["Blue"]' in chosen.output.replace(" ", ""), chosen
+        await run.answer_with_keys(DOWN, ENTER, settle=KEY_SETTLE)
+        _, chosen = await model.answer_to(asked)
+        assert '"answers":["Blue"]' in chosen.output.replace(" ", ""), chosen
         await run.wait_phase("waiting", since=mark)
         await run.wait_screen("DONE-1", wait=10)
 

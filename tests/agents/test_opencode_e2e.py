@@ -19,9 +19,8 @@ import anyio
 import pytest
 
 from ptyvisor.activity import ActivityPhase
-from ptyvisor.protocol import ActivityChanged
 from tests.agents.fake_model import FakeModelServer, Reply
-from tests.agents.under_ptyvisor import AgentRun, agent_session
+from tests.agents.under_ptyvisor import AgentRun, agent_session, cleared_to_working
 
 pytestmark = pytest.mark.anyio
 
@@ -37,10 +36,6 @@ ERROR = "Fake provider says: this request is malformed"
 DIALOG_SETTLE = 0.3
 """OpenCode draws its permission / question dialog a frame before it reads keys: keys
 arriving in the same instant can be lost (the offline smoke test learned the same)."""
-
-
-def cleared_to_working(change: ActivityChanged) -> bool:
-    return change.activity.phase is ActivityPhase.WORKING and change.pending_interaction is None
 
 
 @pytest.mark.timeout(120, func_only=True)
@@ -70,10 +65,8 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         assert not (run.project / "out.txt").exists(), "ran before it was approved"
         await run.wait_screen("Permission required", wait=15)
         await run.wait_screen("Allow once", wait=5)
-        await anyio.sleep(DIALOG_SETTLE)
         at_approval = run.mark()
-        await run.type(ENTER)  # "Allow once" is selected
-        await run.wait_change(cleared_to_working, since=at_approval, wait=15)
+        await run.answer_with_keys(ENTER, settle=DIALOG_SETTLE, wait=15)  # "Allow once"
 
         # 2. The command's output reached the model, which asks a question.
         assert call.call_id is not None
@@ -119,10 +112,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         await run.submit("Wait for a while")
         await run.wait_interaction(since=mark, wait=30)
         await run.wait_screen("Allow once", wait=15)
-        await anyio.sleep(DIALOG_SETTLE)
-        at_slow = run.mark()
-        await run.type(ENTER)
-        await run.wait_change(cleared_to_working, since=at_slow, wait=15)
+        await run.answer_with_keys(ENTER, settle=DIALOG_SETTLE, wait=15)
         await run.wait_screen("sleep 30", wait=10)
         at_esc = run.mark()
         await run.type(ESC)

@@ -34,6 +34,11 @@ TOKEN = "agents-token-" + "z" * 20
 Screen = str | re.Pattern[str] | Callable[[str], bool]
 
 
+def cleared_to_working(change: ActivityChanged) -> bool:
+    """The pending interaction was answered and the turn goes on."""
+    return change.activity.phase is ActivityPhase.WORKING and change.pending_interaction is None
+
+
 @dataclass
 class AgentRun:
     """One agent session under ptyvisor, seen as a client sees it."""
@@ -132,6 +137,19 @@ class AgentRun:
         )
         assert change.pending_interaction is not None
         return change.pending_interaction
+
+    async def answer_with_keys(
+        self, *keys: str | bytes, settle: float, wait: float = 60
+    ) -> ActivityChanged:
+        """Answer the dialog on screen by typing ``keys``, then wait until the pending
+        interaction clears and the turn works on. TUIs drop keys that arrive with a
+        dialog's first frames and nothing on screen says when they start reading, so
+        the keys wait ``settle`` seconds after the caller has seen the dialog."""
+        await anyio.sleep(settle)
+        mark = self.mark()
+        for key in keys:
+            await self.type(key)
+        return await self.wait_change(cleared_to_working, since=mark, wait=wait)
 
     def mark(self) -> int:
         """An index to pass as ``since`` so later waits only see later changes."""

@@ -92,14 +92,7 @@ class Model:
 
     def result_of(self, call: Request) -> ToolResult:
         """The tool result the model receives for ``call`` in a later request."""
-        call_id = call.call_id
-        assert call_id is not None, call.summary()
-        later = self.request(
-            lambda r: r.outcome == "scripted" and r.tool_result(call_id) is not None,
-            f"the result of {call_id}",
-        )
-        result = later.tool_result(call_id)
-        assert result is not None
+        _, result = self.portal.call(functools.partial(self.fake.answer_to, call, wait=AGENT_WAIT))
         return result
 
     def assert_clean(self) -> None:
