@@ -283,6 +283,23 @@ def test_delete_lines_moves_a_blank_line_up() -> None:
     assert text(term)[:4] == ["", "", "", "c"]
 
 
+def test_region_scrolls_inserts_and_deletes_stay_inside_the_margins() -> None:
+    term = make("1\r\n2\r\n3\r\n4\r\n5" + f"{CSI}2;4r", scrollback=10)
+    steps = [
+        (f"{CSI}4H{ESC}D", ["1", "3", "4", "", "5"]),  # IND at the bottom margin
+        (f"{CSI}2H{ESC}M", ["1", "", "3", "4", "5"]),  # RI at the top margin
+        (f"{CSI}3H{CSI}M", ["1", "", "4", "", "5"]),  # DL inside the region
+        (f"{CSI}2H{CSI}L", ["1", "", "", "4", "5"]),  # IL at its top
+        (f"{CSI}2S", ["1", "4", "", "", "5"]),  # SU 2 within the margins
+        (f"{CSI}T", ["1", "", "4", "", "5"]),  # SD 1
+        (f"{CSI}1H{CSI}L{CSI}5H{CSI}M", ["1", "", "4", "", "5"]),  # IL/DL outside: ignored
+    ]
+    for sequence, expected in steps:
+        term.feed(sequence.encode())
+        assert text(term) == expected, repr(sequence)
+    assert list(term.scrollback) == []  # a partial region keeps no scrollback
+
+
 def test_title_stack() -> None:
     term = make(f"{ESC}]2;one\x07{CSI}22;0t{ESC}]2;two\x07")
     assert term.title == "two"

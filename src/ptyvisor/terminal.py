@@ -502,6 +502,20 @@ class _Screen(pyte.Screen):
             return 0, self.lines - 1
         return int(self.margins.top), int(self.margins.bottom)
 
+    def _move_rows(self, top: int, bottom: int, count: int) -> None:
+        """Move rows ``top``..``bottom`` down by ``count`` (up when negative); rows
+        that would come from outside that range are blank. Scrolling a partial region,
+        inserting and deleting lines are all this."""
+        buffer = self.buffer
+        rows = range(bottom, top - 1, -1) if count > 0 else range(top, bottom + 1)
+        for y in rows:
+            source = y - count
+            line = buffer.pop(source, None) if top <= source <= bottom else None
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+
     def index(self) -> None:
         """IND/LF: scroll the region at its bottom, capturing main-screen scrollback."""
         cursor = self.cursor
@@ -520,14 +534,7 @@ class _Screen(pyte.Screen):
             # Renumbering in one comprehension beats moving rows one by one.
             self.buffer = defaultdict(_Line, {y - 1: line for y, line in buffer.items()})
             return
-        get = buffer.get
-        for y in range(top, bottom):
-            line = get(y + 1)
-            if line is None:
-                buffer.pop(y, None)
-            else:
-                buffer[y] = line
-        buffer.pop(bottom, None)
+        self._move_rows(top, bottom, -1)
 
     def reverse_index(self) -> None:
         """RI: scroll the region down at its top."""
@@ -539,32 +546,23 @@ class _Screen(pyte.Screen):
             if cursor.y > 0:
                 cursor.y -= 1
             return
-        buffer = self.buffer
-        get = buffer.get
-        for y in range(bottom, top, -1):
-            line = get(y - 1)
-            if line is None:
-                buffer.pop(y, None)
-            else:
-                buffer[y] = line
-        buffer.pop(top, None)
+        self._move_rows(top, bottom, 1)
 
     def scroll_up(self, count: int = 0) -> None:
-        """SU: like that many line feeds at the bottom margin; the cursor stays."""
-        top, bottom = self._region()
-        x, y = self.cursor.x, self.cursor.y
-        self.cursor.y = bottom
-        for _ in range(min(count or 1, bottom - top + 1)):
-            self.index()
-        self.cursor.x, self.cursor.y = x, y
+        """SU: like that many line feeds at the bottom margin (so the main screen's
+        scrollback gets the lines); the cursor stays."""
+        self._scroll_in_place(count, self.index, at_top=False)
 
     def scroll_down(self, count: int = 0) -> None:
         """SD: like that many reverse indexes at the top margin; the cursor stays."""
+        self._scroll_in_place(count, self.reverse_index, at_top=True)
+
+    def _scroll_in_place(self, count: int, step: Callable[[], None], *, at_top: bool) -> None:
         top, bottom = self._region()
         x, y = self.cursor.x, self.cursor.y
-        self.cursor.y = top
+        self.cursor.y = top if at_top else bottom
         for _ in range(min(count or 1, bottom - top + 1)):
-            self.reverse_index()
+            step()
         self.cursor.x, self.cursor.y = x, y
 
     def set_margins(self, top: int | None = None, bottom: int | None = None) -> None:
@@ -581,14 +579,7 @@ class _Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        count = min(count or 1, bottom - y0 + 1)
-        buffer = self.buffer
-        for y in range(bottom, y0 - 1, -1):
-            line = buffer.pop(y - count, None) if y - count >= y0 else None
-            if line is None:
-                buffer.pop(y, None)
-            else:
-                buffer[y] = line
+        self._move_rows(y0, bottom, min(count or 1, bottom - y0 + 1))
         self.cursor.x = 0
 
     def delete_lines(self, count: int | None = None) -> None:
@@ -596,14 +587,7 @@ class _Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        count = min(count or 1, bottom - y0 + 1)
-        buffer = self.buffer
-        for y in range(y0, bottom + 1):
-            line = buffer.pop(y + count, None) if y + count <= bottom else None
-            if line is None:
-                buffer.pop(y, None)
-            else:
-                buffer[y] = line
+        self._move_rows(y0, bottom, -min(count or 1, bottom - y0 + 1))
         self.cursor.x = 0
 
     # -- erasing -------------------------------------------------------------
