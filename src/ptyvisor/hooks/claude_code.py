@@ -31,7 +31,6 @@ from ptyvisor.hooks.normalise import (
     MAX_QUESTIONS,
     Payload,
     cleared,
-    questions,
     request_digest,
     row,
     rows,
@@ -113,19 +112,9 @@ def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
     tool = str(event.get("tool_name", ""))
     tool_input = event.get("tool_input")
     fields: Mapping[str, Any] = tool_input if isinstance(tool_input, Mapping) else {}
-    interaction: Payload = {
-        "id": request_digest(tool, tool_input),
-        "agent": AGENT,
-        "tool": text(tool, 256),
-        "created_at": at,
-    }
+    interaction = normalise.interaction(request_digest(tool, tool_input), AGENT, tool, at)
     if tool == ASK_TOOL:
-        interaction.update(
-            kind="question",
-            title=text("Claude has a question"),
-            questions=questions(fields.get("questions")),
-            accepts_free_form=True,
-        )
+        interaction.update(normalise.question("Claude has a question", fields.get("questions")))
     else:
         interaction.update(
             kind="approval",

@@ -28,7 +28,7 @@ from typing import Any
 
 from ptyvisor.hooks import normalise
 from ptyvisor.hooks.decide import Decision, continue_with_queued_message, request_decision
-from ptyvisor.hooks.normalise import Payload, cleared, questions, request_digest, row, rows, text
+from ptyvisor.hooks.normalise import Payload, cleared, request_digest, row, rows, text
 
 AGENT = "codex"
 QUESTION_TOOL = "request_user_input"
@@ -81,19 +81,9 @@ def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
     tool = str(event.get("tool_name", ""))
     tool_input = event.get("tool_input")
     fields: Mapping[str, Any] = tool_input if isinstance(tool_input, Mapping) else {}
-    interaction: Payload = {
-        "id": request_id(event),
-        "agent": AGENT,
-        "tool": text(tool, 256),
-        "created_at": at,
-    }
+    interaction = normalise.interaction(request_id(event), AGENT, tool, at)
     if tool == QUESTION_TOOL:
-        interaction.update(
-            kind="question",
-            title=text("Codex has a question"),
-            questions=questions(fields.get("questions")),
-            accepts_free_form=True,
-        )
+        interaction.update(normalise.question("Codex has a question", fields.get("questions")))
     else:
         command = fields.get("command")
         if isinstance(command, list):

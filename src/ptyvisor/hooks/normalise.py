@@ -66,6 +66,21 @@ def request_digest(tool: str, tool_input: object) -> str:
     return "req-" + hashlib.sha256(f"{tool}\0{canonical}".encode()).hexdigest()[:24]
 
 
+def interaction(ident: str, agent: str, tool: str, at: int) -> Payload:
+    """The fields every interaction has; the caller adds ``question`` or approval ones."""
+    return {"id": ident, "agent": agent, "tool": text(tool, 256), "created_at": at}
+
+
+def question(title: str, raw_questions: object) -> Payload:
+    """The fields of a question interaction (the agents' question tools take free text)."""
+    return {
+        "kind": "question",
+        "title": text(title),
+        "questions": questions(raw_questions),
+        "accepts_free_form": True,
+    }
+
+
 def row(label: str, value: object, *, monospace: bool = False) -> Payload | None:
     rendered = text(value)
     if not rendered:
