@@ -5,10 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import select
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import tty
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -156,3 +159,59 @@ async def output_until(
             if isinstance(event, Output):
                 received += event.data
     return received
+
+
+class Pty:
+    """A PTY pair in raw mode whose master is drained by a thread, as ptyvisor drains it:
+    a 64 KiB frame is more than a PTY buffers, so its writer waits for a reader."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = os.openpty()
+        tty.setraw(self.slave)
+        self.path = os.ttyname(self.slave)
+        self._data = bytearray()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        while not self._stop.is_set():
+            if select.select([self.master], [], [], 0.05)[0]:
+                try:
+                    chunk = os.read(self.master, 1 << 20)
+                except OSError:
+                    return
+                with self._lock:
+                    self._data += chunk
+
+    def read_available(self, quiet: float = 0.2) -> bytes:
+        """Everything written to the slave so far (taken), once ``quiet`` s pass with
+        nothing new."""
+        seen = -1
+        while True:
+            with self._lock:
+                size = len(self._data)
+            if size == seen:
+                break
+            seen = size
+            time.sleep(quiet)
+        with self._lock:
+            data = bytes(self._data)
+            self._data.clear()
+        return data
+
+    def close(self) -> None:
+        self._stop.set()
+        self._reader.join()
+        os.close(self.slave)
+        os.close(self.master)
+
+
+@pytest.fixture
+def pty_pair() -> Iterator[Pty]:
+    pair = Pty()
+    try:
+        yield pair
+    finally:
+        pair.close()

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 import time
-import tty
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,41 +15,11 @@ from ptyvisor.emit import MAX_REASON_CHARS, PHASES, write_frame
 from ptyvisor.frames import decode_frame
 from ptyvisor.scanner import FrameScanner
 
+from .conftest import Pty
+
 SID = "test-session_1"
 NONCE = "0123456789abcdef0123456789abcdef"
 EMIT = "import sys; from ptyvisor.emit import main; sys.exit(main(sys.argv[1:]))"
-
-
-class Pty:
-    """A PTY pair; ``read_available`` drains what was written to the slave."""
-
-    def __init__(self) -> None:
-        self.master, self.slave = os.openpty()
-        tty.setraw(self.slave)
-        self.path = os.ttyname(self.slave)
-
-    def read_available(self, timeout: float = 0.3) -> bytes:
-        data = bytearray()
-        while select.select([self.master], [], [], timeout)[0]:
-            chunk = os.read(self.master, 65536)
-            if not chunk:
-                break
-            data += chunk
-            timeout = 0.05
-        return bytes(data)
-
-    def close(self) -> None:
-        os.close(self.slave)
-        os.close(self.master)
-
-
-@pytest.fixture
-def pty_pair() -> Iterator[Pty]:
-    pair = Pty()
-    try:
-        yield pair
-    finally:
-        pair.close()
 
 
 def base_env(**extra: str) -> dict[str, str]:

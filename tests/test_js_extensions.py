@@ -22,13 +22,8 @@ import base64
 import json
 import os
 import random
-import select
 import shutil
 import subprocess
-import threading
-import time
-import tty
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +34,8 @@ from ptyvisor.frames import MAX_FRAME_BYTES, Rejected, decode_frame, encode_fram
 from ptyvisor.hooks.normalise import text as py_text
 from ptyvisor.masking import mask
 from ptyvisor.scanner import FrameScanner
+
+from .conftest import Pty
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSIONS = ROOT / "agent-extensions"
@@ -103,79 +100,24 @@ const input = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 # -- a real PTY ------------------------------------------------------------------------
 
 
-class Pty:
-    """A PTY pair in raw mode whose master is drained by a thread, as ptyvisor drains it:
-    a 64 KiB frame is more than a PTY buffers, so its writer waits for a reader."""
-
-    def __init__(self) -> None:
-        self.master, self.slave = os.openpty()
-        tty.setraw(self.slave)
-        self.path = os.ttyname(self.slave)
-        self._data = bytearray()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._reader = threading.Thread(target=self._drain, daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        while not self._stop.is_set():
-            if select.select([self.master], [], [], 0.05)[0]:
-                try:
-                    chunk = os.read(self.master, 1 << 20)
-                except OSError:
-                    return
-                with self._lock:
-                    self._data += chunk
-
-    def read_available(self, quiet: float = 0.2) -> bytes:
-        """Everything written to the slave so far (taken), once ``quiet`` s pass with
-        nothing new."""
-        seen = -1
-        while True:
-            with self._lock:
-                size = len(self._data)
-            if size == seen:
-                break
-            seen = size
-            time.sleep(quiet)
-        with self._lock:
-            data = bytes(self._data)
-            self._data.clear()
-        return data
-
-    def frames(self) -> list[Payload]:
-        """Every frame written so far: authenticated, decoded and schema-checked.
-        Nothing but frames may reach the terminal."""
-        scanner = FrameScanner()
-        result = scanner.feed(self.read_available())
-        tail = scanner.flush()
-        assert result.output == b"" and tail.output == b"", "non-frame bytes on the terminal"
-        assert result.dropped == 0 and tail.dropped == 0, "a frame was torn or oversized"
-        payloads: list[Payload] = []
-        for body in result.frames:
-            assert len(body) + len(b"\x1b]7733;") + 1 <= MAX_FRAME_BYTES
-            decoded = decode_frame(body, SID, NONCE)
-            assert not isinstance(decoded, Rejected), decoded
-            FRAME_PAYLOAD.validate_python(decoded)  # ptyvisor would accept it
-            payloads.append(decoded)
-        ats = [p["at"] for p in payloads]
-        assert ats == sorted(ats), "frames must carry non-decreasing times"
-        return payloads
-
-    def close(self) -> None:
-        self._stop.set()
-        self._reader.join()
-        os.close(self.slave)
-        os.close(self.master)
-
-
-@pytest.fixture
-def pty_pair() -> Iterator[Pty]:
-    pair = Pty()
-    try:
-        yield pair
-    finally:
-        pair.close()
+def frames_on(pair: Pty) -> list[Payload]:
+    """Every frame written so far: authenticated, decoded and schema-checked.
+    Nothing but frames may reach the terminal."""
+    scanner = FrameScanner()
+    result = scanner.feed(pair.read_available())
+    tail = scanner.flush()
+    assert result.output == b"" and tail.output == b"", "non-frame bytes on the terminal"
+    assert result.dropped == 0 and tail.dropped == 0, "a frame was torn or oversized"
+    payloads: list[Payload] = []
+    for body in result.frames:
+        assert len(body) + len(b"\x1b]7733;") + 1 <= MAX_FRAME_BYTES
+        decoded = decode_frame(body, SID, NONCE)
+        assert not isinstance(decoded, Rejected), decoded
+        FRAME_PAYLOAD.validate_python(decoded)  # ptyvisor would accept it
+        payloads.append(decoded)
+    ats = [p["at"] for p in payloads]
+    assert ats == sorted(ats), "frames must carry non-decreasing times"
+    return payloads
 
 
 def summary(payloads: list[Payload]) -> list[tuple[str, ...]]:
@@ -483,7 +425,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
         oc("session.idle", sessionID=MAIN),
     ]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
-    frames = pty_pair.frames()
+    frames = frames_on(pty_pair)
     assert summary(frames) == [
         ("activity", "waiting", ""),  # loaded: OpenCode is up and idle
         ("activity", "waiting", ""),  # the new main session
@@ -557,7 +499,7 @@ def test_opencode_plugin_turn_outcomes(pty_pair: Pty) -> None:
         oc("session.error", error={"name": "UnknownError", "data": {"message": "plugin"}}),
     ]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
-    assert summary(pty_pair.frames()) == [
+    assert summary(frames_on(pty_pair)) == [
         ("activity", "waiting", ""),
         ("activity", "waiting", ""),
         ("activity", "working", ""),
@@ -579,7 +521,7 @@ def test_opencode_question_without_custom_answers(pty_pair: Pty) -> None:
     ]
     steps = [oc("question.asked", id="que_2", sessionID=MAIN, questions=questions)]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
-    interaction = pty_pair.frames()[-1]["interaction"]
+    interaction = frames_on(pty_pair)[-1]["interaction"]
     assert interaction["accepts_free_form"] is False
     assert [q["multi_select"] for q in interaction["questions"]] == [True, False]
     assert [q["id"] for q in interaction["questions"]] == ["q0", "q1"]
@@ -655,7 +597,7 @@ def test_pi_extension_without_agent_settled(pty_pair: Pty) -> None:
         {**pi("session_shutdown", reason="quit"), "session": PI_NEW_SESSION},
     ]  # fmt: skip
     drive(PI_DRIVER, PI_EXTENSION, steps, session_env(pty_pair.path))
-    frames = pty_pair.frames()
+    frames = frames_on(pty_pair)
     assert summary(frames) == [
         ("activity", "waiting", ""),
         ("activity", "working", ""),
@@ -698,7 +640,7 @@ def test_pi_extension_with_agent_settled(pty_pair: Pty) -> None:
         pi("agent_settled"),
     ]
     drive(PI_DRIVER, PI_EXTENSION, steps, session_env(pty_pair.path))
-    assert summary(pty_pair.frames()) == [
+    assert summary(frames_on(pty_pair)) == [
         ("activity", "waiting", ""),
         ("activity", "working", ""),
         ("activity", "working", ""),
@@ -748,7 +690,7 @@ process.stdout.write(JSON.stringify(writeFrame({ type: "activity", phase: "worki
 
 def test_write_frame_reports_whether_it_wrote(pty_pair: Pty) -> None:
     assert run_node(WRITE_FRAME, env=session_env(pty_pair.path)).stdout == "true"
-    assert pty_pair.frames() == [{"type": "activity", "phase": "working", "at": 1}]
+    assert frames_on(pty_pair) == [{"type": "activity", "phase": "working", "at": 1}]
     assert run_node(WRITE_FRAME, env=base_env(PTYVISOR_TTY=pty_pair.path)).stdout == "false"
     # No PTYVISOR_TTY and no controlling terminal for /dev/tty: nothing, no error.
     env = base_env(PTYVISOR_SESSION=SID, PTYVISOR_NONCE=NONCE)
@@ -771,7 +713,7 @@ def test_an_oversized_question_is_shortened_not_dropped(pty_pair: Pty) -> None:
     ]
     steps = [oc("question.asked", id="que_big", sessionID=MAIN, questions=questions)]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
-    frames = pty_pair.frames()  # each frame within 64 KiB, valid for ptyvisor
+    frames = frames_on(pty_pair)  # each frame within 64 KiB, valid for ptyvisor
     interaction = frames[-1]["interaction"]
     assert interaction["id"] == "que_big" and interaction["kind"] == "question"
     kept = interaction["questions"]
@@ -796,7 +738,7 @@ def test_an_oversized_approval_keeps_every_row(pty_pair: Pty) -> None:
         )
     ]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
-    interaction = pty_pair.frames()[-1]["interaction"]
+    interaction = frames_on(pty_pair)[-1]["interaction"]
     assert interaction["id"] == "per_big" and interaction["title"] == "Edit a file"
     labels = ["Command", "Description", "File", "Path", "Pattern", "URL", "Query", "Diff"]
     assert [r["label"] for r in interaction["rows"]] == [*labels, "Patterns"]
