@@ -682,11 +682,16 @@ def pty_run(argv: list[str], cols: int, rows: int, cwd: Path) -> Iterator[PtyRun
         run.close()
 
 
+def require(program: str) -> None:
+    """These tests compare against real programs: missing one is a failure, not a skip
+    (.ci/run installs them: apt-get install tmux vim less)."""
+    assert shutil.which(program) is not None, f"{program} is not installed (see .ci/run)"
+
+
 @contextmanager
 def tmux_showing(data: bytes, cols: int, rows: int, workdir: Path) -> Iterator[Callable[..., str]]:
     """A private tmux server whose only pane has ``cat``-ed ``data``; yields ``tmux(*args)``."""
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
+    require("tmux")
     conf = workdir / "tmux.conf"
     conf.write_text("set -g status off\nset -g history-limit 10000\n")
     payload = workdir / f"shown-{uuid.uuid4().hex}.ansi"
@@ -773,8 +778,8 @@ def sample(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.skipif(shutil.which("vim") is None, reason="vim is not installed")
 def test_vim_screen_round_trip_and_tmux(sample: Path, tmp_path: Path) -> None:
+    require("vim")
     argv = ["vim", "-u", "NONE", "-N", "-n", "-i", "NONE", sample.name]
     with pty_run(argv, 80, 24, tmp_path) as run:
         run.pump(lambda t: "40L" in t.display[-1] and t.display[0].startswith("01:"))
@@ -795,8 +800,8 @@ def test_vim_screen_round_trip_and_tmux(sample: Path, tmp_path: Path) -> None:
         assert not term.modes.application_cursor_keys
 
 
-@pytest.mark.skipif(shutil.which("less") is None, reason="less is not installed")
 def test_less_screen_round_trip_and_tmux(sample: Path, tmp_path: Path) -> None:
+    require("less")
     with pty_run(["less", sample.name], 60, 12, tmp_path) as run:
         run.pump(lambda t: t.display[-1].startswith("sample.txt"))
         term = run.term
