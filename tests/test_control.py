@@ -329,7 +329,9 @@ class FrameRun(HookRun):
         directory.mkdir()
         (directory / "payload.json").write_text(json.dumps(payload))
         (directory / "wrap.py").write_text(WRAPPER)
-        await self._run(f"cd {name} && setsid {sys.executable} wrap.py claude-code &\n")
+        # Started by the session's own shell, so the hook descends from its program
+        # (the server refuses requests from outside), in a process session of its own.
+        await self._run(f"(cd {name} && exec setsid {sys.executable} wrap.py claude-code) &\n")
         return FrameRun(self.client, directory, self.session)
 
     async def summary(self) -> SessionSummary:
@@ -342,7 +344,7 @@ class FrameRun(HookRun):
         raise AssertionError("no pending interaction")
 
 
-SCRIPTS_LOOP = 'while read name; do sh "$name"; done'
+SCRIPTS_LOOP = 'while read name; do . "./$name"; done'
 """The session's program: run each script whose name arrives as a line of input."""
 
 
@@ -399,7 +401,7 @@ async def test_control_socket_refuses_strangers_and_serves_its_own(
     path = server.config.control_path
     assert path and stat.S_ISSOCK(os.stat(path).st_mode)
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
-    script = 'echo "C=$PTYVISOR_CONTROL N=$PTYVISOR_NONCE."; read x'
+    script = 'echo "C=$PTYVISOR_CONTROL N=$PTYVISOR_NONCE."; read x; $x'
     session = await client.spawn(["sh", "-c", script], cwd=str(tmp_path))
     await client.attach(session.id, since=0)
     seen = (await output_until(client, b".\r\n")).decode()
@@ -432,24 +434,30 @@ async def test_control_socket_refuses_strangers_and_serves_its_own(
     assert await anyio.to_thread.run_sync(refused, b"not json\n")
     huge = request()[:-2] + b', "pad": "' + b"x" * MAX_LINE + b'"}\n'
     assert await anyio.to_thread.run_sync(refused, huge)
+    # The right session and nonce, from a process outside the session: refused too.
+    assert await anyio.to_thread.run_sync(refused, request())
 
-    # The right nonce: held until a client answers, then exactly one decision line.
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(15)
-        sock.connect(path)
-        sock.sendall(request())
-        run = HookRun(client, tmp_path, session.id)
+    # From inside the session: held until a client answers, then one decision line.
+    (tmp_path / "request.json").write_bytes(request())
+    (tmp_path / "ask.py").write_text(ASK_FROM_INSIDE)
+    await client.send_input(f"{sys.executable} ask.py\n")
+    run = HookRun(client, tmp_path, session.id)
 
-        async def answered() -> bool:
-            try:
-                await run.answer("req-1", behavior="deny")
-            except ServerError as error:
-                assert error.code == "gone"
-                return False
-            return True
+    async def answered() -> bool:
+        try:
+            await run.answer("req-1", behavior="deny")
+        except ServerError as error:
+            assert error.code == "gone"
+            return False
+        return True
 
-        await poll(answered)
-        reply = await anyio.to_thread.run_sync(sock.recv, 65536)
+    await poll(answered)
+    reply_file = tmp_path / "reply.json"
+
+    async def reply_written() -> bytes | None:
+        return reply_file.read_bytes() if reply_file.exists() else None
+
+    reply = await poll(reply_written)
     assert json.loads(reply) == {
         "op": "decision",
         "behavior": "deny",
@@ -457,6 +465,19 @@ async def test_control_socket_refuses_strangers_and_serves_its_own(
         "suggestion": None,
         "answers": None,
     }
+
+
+ASK_FROM_INSIDE = """
+import os, socket
+with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    sock.connect(os.environ["PTYVISOR_CONTROL"])
+    with open("request.json", "rb") as line:
+        sock.sendall(line.read())
+    reply = sock.recv(65536)
+with open("reply.tmp", "wb") as out:
+    out.write(reply)
+os.replace("reply.tmp", "reply.json")
+"""
 
 
 def test_hook_fails_open_fast_when_the_server_is_down(tmp_path: Path) -> None:

@@ -117,6 +117,8 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     state_dir: Path = field(default_factory=default_state_dir)
     allowed_origins: list[str] = field(default_factory=list)
+    allowed_hosts: list[str] = field(default_factory=list)
+    """``Host`` names accepted besides loopback and the bound host (see access.py)."""
     replay_bytes: int = DEFAULT_CAPACITY
     render_lag_limit: int = DEFAULT_LAG_LIMIT
     scrollback: int = 1000

@@ -56,7 +56,10 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import os
+import socket
+import struct
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -65,9 +68,9 @@ from typing import Literal, Protocol
 
 import anyio
 import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import ValidationError
 
+from ptyvisor import jsontext
 from ptyvisor.activity import (
     TURN_ENDS,
     ActivityPhase,
@@ -76,12 +79,19 @@ from ptyvisor.activity import (
     SubagentStopped,
 )
 from ptyvisor.config import Settings
+from ptyvisor.descriptors import accept_forever
 from ptyvisor.interaction import MAX_TEXT, Interaction
 
 log = logging.getLogger(__name__)
 
 MAX_LINE = 1024 * 1024
 """Longest control line, newline excluded; a longer one is refused."""
+MAX_BUFFERED = 32 * 1024 * 1024
+"""Bytes all control connections together may buffer; past it, a connection is refused."""
+MAX_CONNECTIONS = 1024
+"""Control connections served at once (a held request keeps one open); more are closed."""
+READ_BYTES = 64 * 1024
+BACKLOG = 128
 REQUEST_TIMEOUT_SECONDS = 10.0
 """How long a fresh connection has to send its request line."""
 DELIVERY_TIMEOUT_SECONDS = 5.0
@@ -126,6 +136,8 @@ class ControlSession(Protocol):
 
     def put_back_message(self, text: str, generation: int) -> None: ...
 
+    def holds_process(self, pid: int) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -142,7 +154,8 @@ class Decision:
             "suggestion": self.suggestion,
             "answers": self.answers,
         }
-        return json.dumps(body, ensure_ascii=False).encode() + b"\n"
+        # ASCII with escapes: encodes whatever the texts hold.
+        return json.dumps(body).encode() + b"\n"
 
 
 @dataclass(eq=False)
@@ -379,18 +392,101 @@ def control_path(state_dir: Path) -> Path:
     return state_dir / "control" / SOCKET_NAME
 
 
+class _Budget:
+    """Bytes buffered by every control connection together, capped."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, count: int) -> bool:
+        if self.used + count > self.limit:
+            return False
+        self.used += count
+        return True
+
+    def give(self, count: int) -> None:
+        self.used -= count
+
+
+class _LineReader:
+    """Newline-terminated lines from one connection; what it buffers counts against
+    the server-wide `_Budget` until the connection ends (`release`)."""
+
+    def __init__(self, stream: anyio.abc.SocketStream, budget: _Budget) -> None:
+        self._stream = stream
+        self._budget = budget
+        self._buffer = bytearray()
+        self._taken = 0
+
+    async def line(self, limit: int) -> bytes | None:
+        """The next line (newline excluded); None at the end of the stream, for a
+        line over ``limit``, or once the budget is spent."""
+        while True:
+            index = self._buffer.find(b"\n")
+            if index >= 0:
+                line = bytes(self._buffer[:index])
+                del self._buffer[: index + 1]
+                return line if len(line) <= limit else None
+            if len(self._buffer) > limit:
+                return None
+            try:
+                chunk = await self._stream.receive(READ_BYTES)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return None
+            if not self._budget.take(len(chunk)):
+                log.warning("control socket: connections buffer too much; refusing one")
+                return None
+            self._taken += len(chunk)
+            self._buffer += chunk
+
+    async def until_closed(self) -> None:
+        """Discard anything more the peer sends until it closes the connection."""
+        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            while await self._stream.receive(READ_BYTES):
+                pass
+
+    def release(self) -> None:
+        self._budget.give(self._taken)
+        self._taken = 0
+        self._buffer.clear()
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process that connected (``SO_PEERCRED``)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return pid, uid
+
+
 class ControlServer:
-    """Serves the control socket for the sessions ``lookup`` finds."""
+    """Serves the control socket for the sessions ``lookup`` finds.
+
+    Every connection is untrusted input: a bad line, a stranger, too many
+    connections or too much buffered data end that connection, never the server,
+    and a bug in handling one is logged and ends that one only. Only processes of
+    the server's own user may connect (``SO_PEERCRED``), and a request must come
+    from inside the session it names (its process session, where that can be
+    checked). Neither stops a hostile process of the same user, which can read the
+    nonce from ``/proc/<pid>/environ``; see the README's *Security*.
+    """
 
     def __init__(
         self,
         requests: PendingRequests,
         lookup: Callable[[str], ControlSession | None],
         settings: Settings | None = None,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        max_buffered: int = MAX_BUFFERED,
     ) -> None:
         self.requests = requests
         self._lookup = lookup
         self.settings = settings or Settings()
+        self._max_connections = max_connections
+        self._budget = _Budget(max_buffered)
+        self.connections = 0
+        self._failures_logged = False
 
     async def serve(
         self,
@@ -408,64 +504,94 @@ class ControlServer:
             task_status.started(None)
             return
         _prepare_directory(path)
-        listener = await anyio.create_unix_listener(path, mode=0o600)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            async with listener, anyio.create_task_group() as tg:
+            listener.bind(os.fsencode(path))
+            os.chmod(path, 0o600)
+            listener.listen(BACKLOG)
+            listener.setblocking(False)
+            async with anyio.create_task_group() as tg:
                 task_status.started(path)
-                await listener.serve(self._handle, task_group=tg)
+
+                def handle(connection: socket.socket) -> None:
+                    tg.start_soon(self._handle, connection)
+
+                await accept_forever(listener, handle, what="control socket")
         finally:
+            listener.close()
             _remove(path)
 
-    async def _handle(self, stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await self._converse(stream)
-
-    async def _converse(self, stream: anyio.abc.SocketStream) -> None:
-        reader = BufferedByteReceiveStream(stream)
-        line: bytes | None = None
-        with anyio.move_on_after(REQUEST_TIMEOUT_SECONDS):
-            try:
-                line = await reader.receive_until(b"\n", MAX_LINE)
-            except (anyio.DelimiterNotFound, anyio.IncompleteRead, anyio.EndOfStream):
-                line = None
-        authenticated = self._authenticate(line)
-        if authenticated is None:
-            return  # refused without detail
-        session, request = authenticated
-        if request is None:
-            await self._hand_over_message(stream, reader, session)
+    async def _handle(self, connection: socket.socket) -> None:
+        if self.connections >= self._max_connections:
+            connection.close()
             return
-        hold = None
-        if request.interaction.agent == CODEX:
-            if not self.settings.codex_remote_answers:
-                return  # refused: Codex shows its own prompt at once
-            hold = self.settings.codex_answer_wait_seconds
-        self.requests.add(request)
+        self.connections += 1
         try:
-            with anyio.move_on_after(hold if hold is not None else float("inf")) as waited:
-                await self._hold(stream, reader, session, request)
-            if waited.cancelled_caught:
-                log.debug("codex request withdrawn after %s s", hold)
+            try:
+                pid, uid = peer_credentials(connection)
+            except OSError:
+                connection.close()
+                return
+            if uid != os.getuid():
+                connection.close()
+                return
+            stream = await anyio.abc.UNIXSocketStream.from_socket(connection)
+            reader = _LineReader(stream, self._budget)
+            async with stream:
+                with contextlib.suppress(
+                    anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+                ):
+                    await self._converse(stream, reader, pid)
+        except Exception:
+            # A bug: this connection ends (the hook fails open); the server goes on.
+            if not self._failures_logged:
+                self._failures_logged = True
+                log.exception("control socket: handling a connection failed")
         finally:
-            self.requests.remove(request)
-            request.done.set()
+            self.connections -= 1
+
+    async def _converse(
+        self, stream: anyio.abc.SocketStream, reader: _LineReader, peer_pid: int
+    ) -> None:
+        try:
+            line: bytes | None = None
+            with anyio.move_on_after(REQUEST_TIMEOUT_SECONDS):
+                line = await reader.line(MAX_LINE)
+            authenticated = self._authenticate(line, peer_pid)
+            if authenticated is None:
+                return  # refused without detail
+            session, request = authenticated
+            if request is None:
+                await self._hand_over_message(stream, reader, session)
+                return
+            hold = None
+            if request.interaction.agent == CODEX:
+                if not self.settings.codex_remote_answers:
+                    return  # refused: Codex shows its own prompt at once
+                hold = self.settings.codex_answer_wait_seconds
+            self.requests.add(request)
+            try:
+                with anyio.move_on_after(hold if hold is not None else math.inf) as waited:
+                    await self._hold(stream, reader, session, request)
+                if waited.cancelled_caught:
+                    log.debug("codex request withdrawn after %s s", hold)
+            finally:
+                self.requests.remove(request)
+                request.done.set()
+        finally:
+            reader.release()
 
     async def _hold(
         self,
         stream: anyio.abc.SocketStream,
-        reader: BufferedByteReceiveStream,
+        reader: _LineReader,
         session: ControlSession,
         request: PendingRequest,
     ) -> None:
         async with anyio.create_task_group() as tg:
 
             async def until_hook_leaves() -> None:
-                try:
-                    while await reader.receive():
-                        pass  # nothing more is expected from the hook
-                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                    pass
+                await reader.until_closed()  # nothing more is expected from the hook
                 tg.cancel_scope.cancel()
 
             async def until_ended(event: anyio.Event) -> None:
@@ -484,7 +610,7 @@ class ControlServer:
     async def _hand_over_message(
         self,
         stream: anyio.abc.SocketStream,
-        reader: BufferedByteReceiveStream,
+        reader: _LineReader,
         session: ControlSession,
     ) -> None:
         """A Stop hook takes the queued message; put back unless it acknowledges."""
@@ -492,31 +618,27 @@ class ControlServer:
         delivered = False
         try:
             reply = {"op": "message", "text": taken[0] if taken else None}
-            await stream.send(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+            await stream.send(json.dumps(reply).encode() + b"\n")
             if taken is None:
                 return
             with anyio.move_on_after(DELIVERY_TIMEOUT_SECONDS):
-                with contextlib.suppress(
-                    anyio.DelimiterNotFound, anyio.IncompleteRead, anyio.EndOfStream
-                ):
-                    ack = await reader.receive_until(b"\n", 1024)
-                    with contextlib.suppress(ValueError):
-                        delivered = json.loads(ack) == {"op": "delivered"}
+                ack = await reader.line(1024)
+                with contextlib.suppress(jsontext.BadJSON):
+                    delivered = ack is not None and jsontext.loads(ack) == {"op": "delivered"}
         finally:
             if taken is not None and not delivered:
                 session.put_back_message(*taken)
 
     def _authenticate(
-        self, line: bytes | None
+        self, line: bytes | None, peer_pid: int = 0
     ) -> tuple[ControlSession, PendingRequest | None] | None:
         """The session and, for ``request``, the request; None to refuse.
         ``take_message`` has no request."""
-        # receive_until returns a line found in a read that crossed the limit: check.
-        if line is None or len(line) > MAX_LINE:
+        if line is None:
             return None
         try:
-            message = json.loads(line)
-        except ValueError:
+            message = jsontext.loads(line)
+        except jsontext.BadJSON:
             return None
         if not isinstance(message, dict) or message.get("op") not in ("request", "take_message"):
             return None
@@ -525,6 +647,8 @@ class ControlServer:
             return None
         session = self._lookup(session_id)
         if session is None or not session.nonce_matches(nonce) or session.exited.is_set():
+            return None
+        if peer_pid > 0 and not session.holds_process(peer_pid):
             return None
         if message["op"] == "take_message":
             return session, None
@@ -554,5 +678,5 @@ def _remove(path: Path) -> None:
 
 
 def nonce_matches(expected: str, offered: str) -> bool:
-    """Constant-time nonce comparison."""
-    return hmac.compare_digest(expected.encode(), offered.encode())
+    """Constant-time nonce comparison; any text is an answer, never an error."""
+    return hmac.compare_digest(expected.encode(), offered.encode("utf-8", "surrogatepass"))

@@ -1,11 +1,19 @@
 """One bounded send queue per client connection.
 
 Fan-out never waits: the PTY reader appends to every attached client's outbox and
-moves on. A client whose outbox passes its byte limit is marked *lagging*: its queued
-output is dropped and, when its sender next runs, it gets one fresh snapshot and
-continues from there — as tmux redraws a client that fell behind. Memory per client
-stays bounded whatever the program writes, and a slow client never slows the PTY or
-other clients.
+moves on. A client whose queued output passes its byte limit is marked *lagging*:
+its queued output is dropped and, when its sender next runs, it gets one fresh
+snapshot and continues from there — as tmux redraws a client that fell behind.
+Everything else queued after that point (an ``activity``, a ``process`` exit) waits
+behind the snapshot, so the client sees events in the order they happened.
+
+Replies and events (text) are bounded too. Past ``text_limit`` queued bytes the
+connection stops reading requests (`room`): a client that sends requests and never
+reads the replies stops being served, and no further replies pile up. Events pushed
+regardless (activity, session-list, ...) are capped at ``4 * text_limit``; past that
+the outbox *overflows* and the connection is closed with a reason. Memory per client
+stays bounded whatever the program writes or the client sends, and a slow client
+never slows the PTY or other clients.
 
 The session-list stream is state, not history, so it is a flag: the sender sends the
 current list once however many changes happened while it was busy.
@@ -23,20 +31,29 @@ import anyio
 
 DEFAULT_LIMIT = 4 * 1024 * 1024
 MAX_BINARY_MESSAGE = 256 * 1024
+OVERFLOW_FACTOR = 4
+"""Queued text beyond ``OVERFLOW_FACTOR * text_limit`` closes the connection."""
+
+Item = str | list[bytes]
 
 
 class Outbox:
     """Queued text (JSON) and binary (terminal output) messages for one client."""
 
-    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT, text_limit: int | None = None) -> None:
         self._limit = limit
-        self._items: deque[str | list[bytes]] = deque()
+        self._text_limit = text_limit or limit
+        self._items: deque[Item] = deque()
         self._size = 0
+        self._text_size = 0
         self._wake = anyio.Event()
-        self._held: deque[str | list[bytes]] | None = None
+        self._room = anyio.Event()
+        self._held: deque[Item] | None = None
         self._run_bytes = 0  # bytes in the last queued run of output
         self.lagging = False
         self.sessions_dirty = False
+        self.overflowed = False
+        """Text was pushed far past the limit: the client is not reading; close it."""
         self.closed = False
 
     @property
@@ -47,8 +64,8 @@ class Outbox:
         """Queue terminal output; past the limit, drop it all and mark the client lagging."""
         if self.lagging or self.closed:
             return
-        if self._size + len(data) > self._limit:
-            self._drop_output()
+        if self._size - self._text_size + len(data) > self._limit:
+            self._lag()
             return
         self._size += len(data)
         queue = self._held if self._held is not None else self._items
@@ -63,24 +80,42 @@ class Outbox:
             self._wake.set()
 
     def put_text(self, text: str) -> None:
-        if self.closed:
+        if self.closed or self.overflowed:
+            return
+        if self._text_size + len(text) > OVERFLOW_FACTOR * self._text_limit:
+            self.overflowed = True
+            self._wake.set()
             return
         self._size += len(text)
+        self._text_size += len(text)
         if self._held is not None:
             self._held.append(text)
         else:
             self._items.append(text)
             self._wake.set()
 
-    def hold(self) -> None:
-        """Start holding what arrives: a snapshot is being made for this client."""
-        self._held = deque()
+    async def room(self) -> None:
+        """Wait until queued text is under the limit: only then is another request read."""
+        while self._text_size >= self._text_limit and not (self.closed or self.overflowed):
+            await self._room.wait()
+            self._room = anyio.Event()
 
-    def release(self, first: str, covered: int) -> None:
-        """Send ``first`` (the snapshot), then what was held minus ``covered`` bytes."""
+    def hold(self) -> None:
+        """Hold what arrives from now on: a snapshot is being made for this client.
+        (Already holding, because the client lags, it goes on holding.)"""
+        if self._held is None:
+            self._held = deque()
+
+    def release(self, first: str, covered: int, replay: bytes = b"") -> None:
+        """Send ``first`` (the snapshot), then ``replay`` (output from before the hold
+        that the snapshot does not show), then what was held minus ``covered`` bytes."""
         held, self._held = self._held or deque(), None
         self._items.append(first)
         self._size += len(first)
+        self._text_size += len(first)
+        if replay:
+            self._items.append([replay])
+            self._size += len(replay)
         for item in held:
             if isinstance(item, str) or not covered:
                 self._items.append(item)
@@ -102,9 +137,20 @@ class Outbox:
         """The sender is making a fresh snapshot; accept output again (held)."""
         self.lagging = False
 
-    def _drop_output(self) -> None:
+    def detached(self) -> None:
+        """No session any more: forget its output, and deliver what waited behind a
+        snapshot that is no longer coming."""
+        self.discard_output()
+        if self.lagging:
+            self.lagging = False
+            held, self._held = self._held or deque(), None
+            self._items.extend(held)
+            self._wake.set()
+
+    def _lag(self) -> None:
         self.discard_output()
         self.lagging = True
+        self.hold()  # events from here on follow the snapshot
         self._wake.set()
 
     def discard_output(self) -> None:
@@ -112,7 +158,7 @@ class Outbox:
         self._items = deque(item for item in self._items if isinstance(item, str))
         if self._held is not None:
             self._held = deque(item for item in self._held if isinstance(item, str))
-        self._size = sum(map(len, self._items)) + sum(map(len, self._held or ()))
+        self._size = self._text_size
 
     def pop(self) -> str | bytes | None:
         if not self._items:
@@ -120,6 +166,9 @@ class Outbox:
         item = self._items.popleft()
         if isinstance(item, str):
             self._size -= len(item)
+            self._text_size -= len(item)
+            if self._text_size < self._text_limit:
+                self._room.set()
             return item
         data = b"".join(item)
         self._size -= len(data)
@@ -127,10 +176,13 @@ class Outbox:
 
     async def wait(self) -> None:
         """Wait until there is something to send (or the client is lagging, or closed)."""
-        while not (self._items or self.lagging or self.sessions_dirty or self.closed):
+        while not (
+            self._items or self.lagging or self.sessions_dirty or self.closed or self.overflowed
+        ):
             await self._wake.wait()
             self._wake = anyio.Event()
 
     def close(self) -> None:
         self.closed = True
         self._wake.set()
+        self._room.set()

@@ -26,7 +26,14 @@ MAX_TEXT_MESSAGE = 1024 * 1024
 """Largest text or binary message a client may send; bigger ones close nothing but get an error."""
 
 SessionId = Annotated[str, Field(pattern=f"^(?:{SESSION_ID_PATTERN.pattern})$")]
-RequestId = Annotated[str, Field(max_length=128)] | int | None
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer every client can hold exactly (a JavaScript number)."""
+RequestId = (
+    Annotated[str, Field(max_length=128)]
+    | Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+    | None
+)
+REQUEST_ID = TypeAdapter[RequestId](RequestId)
 Cols = Annotated[int, Field(ge=1, le=1000)]
 Rows = Annotated[int, Field(ge=1, le=500)]
 SignalName = Literal["HUP", "INT", "QUIT", "TERM", "KILL", "USR1", "USR2", "CONT", "STOP", "WINCH"]

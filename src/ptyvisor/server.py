@@ -10,24 +10,24 @@ the connection carries on.
 
 from __future__ import annotations
 
-import hmac
-import json
+import asyncio
 import logging
 import os
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any, assert_never
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
 from pydantic import ValidationError
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from ptyvisor import __version__
+from ptyvisor import __version__, access, descriptors, jsontext
 from ptyvisor.agents import AGENTS
 from ptyvisor.child import SIGNALS, SpawnError
 from ptyvisor.config import ServerConfig
@@ -37,6 +37,7 @@ from ptyvisor.protocol import (
     CLIENT_MESSAGE,
     CLIENT_MESSAGE_TYPES,
     MAX_TEXT_MESSAGE,
+    REQUEST_ID,
     Answer,
     Attach,
     ClientMessage,
@@ -69,8 +70,16 @@ from ptyvisor.webpage import WebPage
 
 log = logging.getLogger(__name__)
 
-HARD_MESSAGE_LIMIT = 16 * MAX_TEXT_MESSAGE
+CLOSE_TIMEOUT_SECONDS = 5.0
+HARD_MESSAGE_LIMIT = 2 * MAX_TEXT_MESSAGE
 """Beyond this websockets closes the connection (1009); below it, ``too_large`` errors."""
+INCOMING_QUEUE = 4
+"""Messages websockets buffers before it stops reading the socket (TCP backpressure)."""
+REPLY_BUFFER = 1024 * 1024
+"""Queued replies and events past which a client's requests are no longer read."""
+MAX_CLIENTS = 256
+"""WebSocket connections served at once; more are refused (503) until some close."""
+NOT_READING = "not reading: too many messages queued for this client"
 
 
 class RequestError(Exception):
@@ -83,34 +92,6 @@ class RequestError(Exception):
 
 
 SUBPROTOCOL = "ptyvisor"
-TOKEN_SUBPROTOCOL_PREFIX = "ptyvisor.token."
-
-
-def check_request(config: ServerConfig, request: Request) -> tuple[HTTPStatus, str] | None:
-    """Refusal for an unauthenticated or cross-origin request, or None to accept it."""
-    origin = request.headers.get("Origin")
-    if origin is not None and not _origin_allowed(config, origin, request.headers.get("Host")):
-        return HTTPStatus.FORBIDDEN, "origin not allowed\n"
-    if not token_matches(config, _offered_token(request)):
-        return HTTPStatus.UNAUTHORIZED, "missing or wrong token\n"
-    return None
-
-
-def token_matches(config: ServerConfig, offered: str | None) -> bool:
-    return offered is not None and hmac.compare_digest(offered.encode(), config.token.encode())
-
-
-def _offered_token(request: Request) -> str | None:
-    authorization = request.headers.get("Authorization", "")
-    scheme, _, value = authorization.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    for header in request.headers.get_all("Sec-WebSocket-Protocol"):
-        for offered in header.split(","):
-            if offered.strip().startswith(TOKEN_SUBPROTOCOL_PREFIX):
-                return offered.strip().removeprefix(TOKEN_SUBPROTOCOL_PREFIX)
-    values = parse_qs(urlsplit(request.path).query).get("token")
-    return values[0] if values else None
 
 
 def _select_subprotocol(
@@ -125,23 +106,19 @@ def _is_upgrade(request: Request) -> bool:
     return request.headers.get("Upgrade", "").lower() == "websocket"
 
 
-def _origin_allowed(config: ServerConfig, origin: str, host: str | None) -> bool:
-    if "*" in config.allowed_origins or origin in config.allowed_origins:
-        return True
-    return host is not None and urlsplit(origin).netloc.lower() == host.lower()
-
-
 class Connection:
     """One client: a receiver that dispatches requests and a sender draining the outbox."""
 
     def __init__(self, websocket: ServerConnection, supervisor: Supervisor) -> None:
         self._ws = websocket
         self._supervisor = supervisor
-        self.outbox = Outbox(supervisor.config.client_buffer)
+        self.outbox = Outbox(supervisor.config.client_buffer, text_limit=REPLY_BUFFER)
         self.answers_queries = False
         self._session: Session | None = None
 
     async def run(self) -> None:
+        """Serve the client until it leaves. A bug in handling it (anything but a
+        closed connection) is logged once and ends this connection only (1011)."""
         hello = Hello(server_version=__version__, agents=list(AGENTS))
         self.outbox.put_text(hello.model_dump_json())
         try:
@@ -149,6 +126,10 @@ class Connection:
                 tg.start_soon(self._send_loop)
                 await self._receive_loop()
                 tg.cancel_scope.cancel()
+        except Exception:
+            log.exception("connection from %s failed; closing it", _peer(self._ws))
+            with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS, shield=True):
+                await self._ws.close(CloseCode.INTERNAL_ERROR, "internal error")
         finally:
             self.outbox.close()
             self._supervisor.unwatch(self.outbox)
@@ -161,11 +142,15 @@ class Connection:
                 await outbox.wait()
                 if outbox.closed:
                     return
+                if outbox.overflowed:
+                    log.warning("client %s is not reading its messages; closing", _peer(self._ws))
+                    await self._ws.close(CloseCode.POLICY_VIOLATION, NOT_READING)
+                    return
                 if outbox.lagging:
                     if self._session is not None:
                         await self._session.resync(self)
                     else:
-                        outbox.resynced()
+                        outbox.detached()
                 if outbox.sessions_dirty:
                     outbox.sessions_dirty = False
                     sessions = Sessions(sessions=self._supervisor.summaries())
@@ -182,6 +167,8 @@ class Connection:
                     self._binary_input(message)
                 else:
                     await self._text_message(message)
+                # Backpressure: a client that does not read its replies is not read.
+                await self.outbox.room()
         except ConnectionClosed:
             pass
 
@@ -201,9 +188,9 @@ class Connection:
             self._error("too_large", f"message over {MAX_TEXT_MESSAGE} bytes")
             return
         try:
-            raw = json.loads(text)
-        except ValueError as error:
-            self._error("bad_json", f"not JSON: {error}")
+            raw = jsontext.loads(text)
+        except jsontext.BadJSON as error:
+            self._error("bad_json" if error.syntax else "bad_message", error.reason)
             return
         req_id = _req_id_of(raw)
         kind = raw.get("type") if isinstance(raw, dict) else None
@@ -348,11 +335,31 @@ class Connection:
             self._ok(req_id)
 
 
+def _local_address(connection: ServerConnection) -> str | None:
+    """The address the client connected to (what an address-literal Host must say)."""
+    try:
+        address = connection.local_address
+    except Exception:  # the transport is gone
+        return None
+    return str(address[0]) if isinstance(address, tuple) else None
+
+
+def _peer(websocket: ServerConnection) -> str:
+    try:
+        address = websocket.remote_address
+    except Exception:  # the transport is gone
+        return "?"
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+
+
 def _req_id_of(raw: Any) -> str | int | None:
+    """The request's ``req_id`` if it is one an error can echo; a malformed one is
+    not echoed (the error says what is wrong with it instead)."""
     if isinstance(raw, dict):
-        value = raw.get("req_id")
-        if isinstance(value, str | int) and not isinstance(value, bool):
-            return value
+        try:
+            return REQUEST_ID.validate_python(raw.get("req_id"))
+        except ValidationError:
+            return None
     return None
 
 
@@ -364,12 +371,14 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _page_request(config: ServerConfig, page: WebPage, request: Request) -> Response:
-    origin = request.headers.get("Origin")
-    if origin is not None and not _origin_allowed(config, origin, request.headers.get("Host")):
-        return page.refuse_origin()
-    offered = _offered_token(request)
-    token_ok = None if offered is None else token_matches(config, offered)
+def _page_request(
+    config: ServerConfig, page: WebPage, request: Request, local_address: str | None
+) -> Response:
+    refused = access.browser_refusal(config, request, local_address)
+    if refused is not None:
+        return page.refuse(*refused)
+    offered = access.offered_token(request)
+    token_ok = None if offered is None else access.token_matches(config, offered)
     path = urlsplit(request.path).path
     return page.respond(request.method, path, request.headers, token_ok=token_ok)
 
@@ -380,23 +389,44 @@ async def run_server(
     task_status: anyio.abc.TaskStatus[Server] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; every session's programs are stopped on the way out."""
+    descriptors.raise_nofile_limit()
+    undo_shedding = descriptors.shed_on_exhaustion(
+        asyncio.get_running_loop(), what="WebSocket listener"
+    )
+    try:
+        await _serve(config, task_status)
+    finally:
+        undo_shedding()
+
+
+async def _serve(config: ServerConfig, task_status: anyio.abc.TaskStatus[Server]) -> None:
     async with anyio.create_task_group() as tg:
         supervisor = Supervisor(config, tg)
 
         page = WebPage()
 
+        clients = 0
+
         def process_request(connection: ServerConnection, request: Request) -> Response | None:
+            local = _local_address(connection)
             if not _is_upgrade(request) or request.method != "GET":
-                return _page_request(config, page, request)
-            refusal = check_request(config, request)
-            if refusal is None:
+                return _page_request(config, page, request, local)
+            refused = access.refusal(config, request, local)
+            if refused is None and clients >= MAX_CLIENTS:
+                refused = HTTPStatus.SERVICE_UNAVAILABLE, "too many clients; try again later\n"
+            if refused is None:
                 return None
-            status, body = refusal
+            status, body = refused
             log.info("refused connection: %s", body.strip())
             return connection.respond(status, body)
 
         async def handler(websocket: ServerConnection) -> None:
-            await Connection(websocket, supervisor).run()
+            nonlocal clients
+            clients += 1
+            try:
+                await Connection(websocket, supervisor).run()
+            finally:
+                clients -= 1
 
         async with serve(
             handler,
@@ -405,6 +435,7 @@ async def run_server(
             process_request=process_request,
             select_subprotocol=_select_subprotocol,
             max_size=HARD_MESSAGE_LIMIT,
+            max_queue=INCOMING_QUEUE,
             compression=None,
             server_header=f"ptyvisor/{__version__}",
         ) as server:

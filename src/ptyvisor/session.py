@@ -36,11 +36,12 @@ from ptyvisor.activity import (
     InteractionCleared,
 )
 from ptyvisor.agents import REPORTS_STARTUP
-from ptyvisor.child import Child
+from ptyvisor.child import Child, program_environment
 from ptyvisor.control import nonce_matches
 from ptyvisor.frames import Rejected, RejectReason, decode_frame, new_nonce
 from ptyvisor.outbox import Outbox
 from ptyvisor.outputlog import OutputLog
+from ptyvisor.proctable import ProcessTable, in_session_tree
 from ptyvisor.protocol import (
     ActivityChanged,
     Attached,
@@ -114,6 +115,7 @@ class Session:
         agent: str | None = None,
         on_frame: Callable[[str, FramePayload], None] | None = None,
         holds: Callable[[str, str], bool] | None = None,
+        processes: ProcessTable | None = None,
     ) -> None:
         self.id = session_id
         self.agent = agent
@@ -128,11 +130,9 @@ class Session:
         self._holds = holds
         """Whether a hook waits on the control socket for (session, interaction id)."""
         self._answerable_shown = False
+        self._processes = processes or ProcessTable()
         self.size = TermSize(cols=cols, rows=rows)
-        child_env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
-        child_env.setdefault("TERM", "xterm-256color")
-        child_env.setdefault("COLORTERM", "truecolor")
-        child_env.update(env)
+        child_env = program_environment(os.environ, env)
         child_env.update(
             PTYVISOR_SESSION=self.id, PTYVISOR_NONCE=self._nonce, PTYVISOR_URL=config.url
         )
@@ -173,44 +173,66 @@ class Session:
     # ------------------------------------------------------------------ lifecycle
 
     async def run(self) -> None:
-        """Run the session's tasks until `close` (or cancellation); then stop and reap."""
-        with self._cancel:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read_loop)
-                tg.start_soon(self._watch_exit)
-                tg.start_soon(self.renderer.run)
-                tg.start_soon(self._write_loop)
-                if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
-                    tg.start_soon(self._ready_when_quiet)
-        with anyio.CancelScope(shield=True):
-            await self.terminate()
-            self.child.close_fd()
-        self.finished.set()
+        """Run the session's tasks until `close`, cancellation or a failure of one of
+        them; whichever it is, stop and reap the program before returning (or
+        raising: the caller logs a failure and forgets the session)."""
+        try:
+            with self._cancel:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._read_loop)
+                    tg.start_soon(self._watch_exit)
+                    tg.start_soon(self.renderer.run)
+                    tg.start_soon(self._write_loop)
+                    if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
+                        tg.start_soon(self._ready_when_quiet)
+        finally:
+            # Shielded: a server being stopped cancels from outside, and this is
+            # exactly when every program must still be stopped and reaped.
+            with anyio.CancelScope(shield=True):
+                await self.terminate()
+                self.child.close_fd()
+            self.finished.set()
 
     async def terminate(self, grace: float = KILL_GRACE_SECONDS) -> None:
         """Stop every process of the program's session and reap the child.
 
         HUP first, as a closing terminal would (with CONT, so stopped jobs see it),
         then KILL whatever is left after ``grace``. Polls rather than relying on the
-        exit watcher, which is not running while the session shuts down.
+        exit watcher, which is not running while the session shuts down; the
+        ``/proc`` scans are shared and off the event loop (`ProcessTable`).
         """
-        self.child.signal_session(signals.SIGHUP)
-        self.child.signal_session(signals.SIGCONT)
-        with anyio.move_on_after(grace):
-            while not self.child.poll() or self.child.session_alive():  # noqa: ASYNC110
-                await anyio.sleep(0.02)
-        if not self.child.poll() or self.child.session_alive():
-            self.child.signal_session(signals.SIGKILL)
+        for signum, wait in ((signals.SIGHUP, grace), (signals.SIGKILL, KILL_GRACE_SECONDS)):
+            members = await self._members()
+            if not self.child.alive_among(members) and self.child.poll():
+                break
+            self.child.signal_members(members, signum)
+            if signum == signals.SIGHUP:
+                self.child.signal_members(members, signals.SIGCONT)
             # KILL cannot be ignored, but it is delivered asynchronously: wait until
             # the child is reaped and the rest of its session is gone too.
-            with anyio.move_on_after(KILL_GRACE_SECONDS):
-                while not self.child.poll() or self.child.session_alive():  # noqa: ASYNC110
-                    await anyio.sleep(0.01)
+            with anyio.move_on_after(wait):
+                while not await self._all_gone():  # noqa: ASYNC110 - other processes: no event
+                    await anyio.sleep(0.02)
         self._exited()
+
+    async def _all_gone(self) -> bool:
+        return self.child.poll() and not self.child.alive_among(await self._members())
+
+    async def _members(self) -> list[int]:
+        """The live processes of the program's session; a failed scan counts as the
+        child alone (its process group is signalled as well)."""
+        members = await self._processes.members(self.child.pid)
+        return [self.child.pid] if members is None else members
 
     def nonce_matches(self, nonce: str) -> bool:
         """Whether ``nonce`` is this spawn's secret (constant time)."""
         return nonce_matches(self._nonce, nonce)
+
+    def holds_process(self, pid: int) -> bool:
+        """Whether process ``pid`` runs inside this session's program (in its process
+        session, or descended from it), as far as that can be told: a process already
+        gone, or in another pid namespace, cannot be checked and counts as inside."""
+        return in_session_tree(pid, self.child.pid) is not False
 
     def close(self) -> None:
         """Stop the session's tasks; `run` then terminates the program and returns."""
@@ -506,7 +528,7 @@ class Session:
         if subscriber in self._subscribers:
             self._subscribers.remove(subscriber)
             self._answering -= subscriber.answers_queries
-            subscriber.outbox.discard_output()
+            subscriber.outbox.detached()
             self._on_change()
 
     def detach_all(self) -> list[Subscriber]:

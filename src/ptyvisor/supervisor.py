@@ -14,6 +14,7 @@ from ptyvisor.child import SpawnError
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import PendingRequests
 from ptyvisor.outbox import Outbox
+from ptyvisor.proctable import ProcessTable
 from ptyvisor.protocol import SessionClosed, SessionSummary
 from ptyvisor.session import Session, new_session_id
 
@@ -32,6 +33,7 @@ class Supervisor:
         self._tg = task_group
         self._sessions: dict[str, Session] = {}
         self._watchers: set[Outbox] = set()
+        self._processes = ProcessTable()
         self.requests = PendingRequests(on_change=self._requests_changed)
         """Hooks waiting on the control socket for a client's answer."""
 
@@ -75,6 +77,7 @@ class Supervisor:
                 on_change=self.changed,
                 on_frame=self.requests.frame_applied,
                 holds=self.requests.holds,
+                processes=self._processes,
             )
         except SpawnError:
             shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
@@ -86,8 +89,12 @@ class Supervisor:
         return session
 
     async def _run(self, session: Session) -> None:
+        """One session's life. A bug in its code ends that session (its program is
+        stopped and reaped, see `Session.run`), logged once; never the server."""
         try:
             await session.run()
+        except Exception:
+            log.exception("session %s failed; it is closed", session.id)
         finally:
             self._forget(session)
 

@@ -102,8 +102,9 @@ class WebPage:
             else b"<!doctype html><title>Not authorised</title><h1>Not authorised</h1>\n"
         )
 
-    def refuse_origin(self) -> Response:
-        return _response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
+    def refuse(self, status: HTTPStatus, reason: str) -> Response:
+        """A refused request (its Host or Origin): the reason as plain text."""
+        return _response(status, reason.encode(), "text/plain; charset=utf-8")
 
     def respond(
         self, method: str, path: str, headers: Headers, *, token_ok: bool | None

@@ -1,0 +1,189 @@
+"""File descriptors: the one resource every peer spends and the server cannot do without.
+
+Each WebSocket client, control-socket connection and session (its PTY master) holds
+descriptors, and ``accept`` fails with ``EMFILE`` once they run out. So:
+
+- At start the server raises its soft ``RLIMIT_NOFILE`` to the hard limit
+  (`raise_nofile_limit`); the programs it starts get the original limit back
+  (`original_nofile_limit`, applied in `child`), as a login shell would give them.
+- An accept loop that runs out of descriptors neither dies nor spins: it sheds the
+  waiting connection (a spare descriptor, `Reserve`, is given up for a moment to
+  accept and close it, so the peer learns at once instead of hanging in the
+  backlog), backs off, keeps accepting, and logs the condition once per episode.
+  `accept_forever` is that loop for the control socket; `shed_on_exhaustion` does
+  the same for the WebSocket listener, whose accepting asyncio owns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import resource
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+log = logging.getLogger(__name__)
+
+OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+MIN_BACKOFF_SECONDS = 0.05
+MAX_BACKOFF_SECONDS = 1.0
+RETRY_QUIET_SECONDS = 1.5
+"""asyncio retries a failed accept after a second; quiet for longer means recovered."""
+ASYNCIO_ACCEPT_MESSAGE = "socket.accept() out of system resource"
+"""What asyncio's accept loop reports before it pauses for a second (and retries)."""
+
+_original_nofile: list[tuple[int, int]] = []
+"""The limit before `raise_nofile_limit` first ran (a list: set once, never rebound)."""
+
+
+def raise_nofile_limit() -> tuple[int, int]:
+    """Raise the soft descriptor limit to the hard one; returns (before, after) soft."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if not _original_nofile:
+        _original_nofile.append((soft, hard))
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def original_nofile_limit() -> tuple[int, int]:
+    """The limit the server started with: what its programs get."""
+    return _original_nofile[0] if _original_nofile else resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+class Reserve:
+    """One spare descriptor, given up for a moment to accept-and-close a connection
+    when there is no other."""
+
+    def __init__(self) -> None:
+        self._fd = -1
+        self.refill()
+
+    def refill(self) -> None:
+        if self._fd < 0:
+            with contextlib.suppress(OSError):
+                self._fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+    def shed(self, listener_fd: int) -> None:
+        """Accept one waiting connection on ``listener_fd`` and close it at once."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        listener = socket.socket(fileno=listener_fd)
+        try:
+            connection, _ = listener.accept()
+            connection.close()
+        except OSError:
+            pass  # nothing waiting, or still no descriptor: the backoff retries
+        finally:
+            listener.detach()  # the caller owns the listening descriptor
+            self.refill()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class Exhaustion:
+    """Logs running out of descriptors once per episode, and the recovery."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self.active = False
+        self.shed = 0
+        self.last_hit = 0.0
+
+    def hit(self) -> None:
+        self.shed += 1
+        self.last_hit = time.monotonic()
+        if not self.active:
+            self.active = True
+            log.warning(
+                "%s: out of file descriptors (limit %d); shedding new connections",
+                self._what,
+                resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            )
+
+    def recovered(self) -> None:
+        if self.active:
+            self.active = False
+            log.warning("%s: accepting again after shedding %d connections", self._what, self.shed)
+            self.shed = 0
+
+
+async def accept_forever(
+    listener: socket.socket, handle: Callable[[socket.socket], None], *, what: str
+) -> None:
+    """Accept on the non-blocking ``listener`` until cancelled, handing each connection
+    (non-blocking) to ``handle``; survives running out of descriptors (see above)."""
+    reserve = Reserve()
+    exhaustion = Exhaustion(what)
+    backoff = MIN_BACKOFF_SECONDS
+    try:
+        while True:
+            await anyio.wait_readable(listener)
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError as error:
+                    if error.errno in OUT_OF_DESCRIPTORS:
+                        exhaustion.hit()
+                        reserve.shed(listener.fileno())
+                        await anyio.sleep(backoff)
+                        backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                        break
+                    if error.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EPERM):
+                        continue  # that peer gave up; the listener is fine
+                    raise
+                exhaustion.recovered()
+                backoff = MIN_BACKOFF_SECONDS
+                reserve.refill()
+                connection.setblocking(False)
+                handle(connection)
+    finally:
+        reserve.close()
+
+
+def shed_on_exhaustion(loop: asyncio.AbstractEventLoop, *, what: str) -> Callable[[], None]:
+    """Make asyncio's own accept loop (the WebSocket listener) shed and log once per
+    episode instead of logging a traceback every retry; returns an undo."""
+    reserve = Reserve()
+    exhaustion = Exhaustion(what)
+    previous = loop.get_exception_handler()
+
+    def handler(event_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        listener = context.get("socket")
+        if context.get("message") == ASYNCIO_ACCEPT_MESSAGE and listener is not None:
+            exhaustion.hit()
+            reserve.shed(listener.fileno())
+            # asyncio retries in a second: no failure for longer ends the episode.
+            event_loop.call_later(RETRY_QUIET_SECONDS, _recovered_unless_exhausted, exhaustion)
+            return
+        if previous is not None:
+            previous(event_loop, context)
+        else:
+            event_loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+    def undo() -> None:
+        loop.set_exception_handler(previous)
+        reserve.close()
+
+    return undo
+
+
+def _recovered_unless_exhausted(exhaustion: Exhaustion) -> None:
+    if time.monotonic() - exhaustion.last_hit >= RETRY_QUIET_SECONDS * 0.9:
+        exhaustion.recovered()

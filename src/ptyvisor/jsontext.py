@@ -1,0 +1,88 @@
+"""Strict JSON for everything a peer sends: clients, hooks and frames.
+
+``json.loads`` accepts more than the rest of the server can carry. Its escapes give
+lone surrogates (``"\\ud800"``, half an emoji cut by a JS client), which no UTF-8
+encoder takes: the first reply, log line or hook decision that repeats such a text
+raises. Deep nesting raises ``RecursionError``, and ``NaN``/``Infinity`` are not JSON.
+`loads` turns all of these into one `BadJSON` at the boundary, so nothing past it
+has to defend itself.
+
+Stdlib only and cheap to import: ``frames`` uses it, and hooks import that.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+MAX_DEPTH = 64
+"""Deepest nesting accepted; every real message is under ten levels deep."""
+
+
+class BadJSON(ValueError):
+    """Not acceptable JSON. ``syntax``: not JSON at all (or nested too deeply), as
+    opposed to JSON whose text cannot be carried (a lone surrogate)."""
+
+    def __init__(self, reason: str, *, syntax: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.syntax = syntax
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(data: str | bytes, *, max_depth: int = MAX_DEPTH) -> object:
+    """Parse ``data`` (bytes must be UTF-8); raises `BadJSON`, nothing else."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        value = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise BadJSON(f"nested deeper than {max_depth} levels", syntax=True) from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, huge integers
+        raise BadJSON(f"not JSON: {error}", syntax=True) from None
+    check(value, max_depth=max_depth)
+    return value
+
+
+def check(value: object, *, max_depth: int = MAX_DEPTH) -> None:
+    """Raise `BadJSON` if ``value`` nests deeper than ``max_depth`` or holds a text
+    (key or value) that is not valid Unicode. Iterative: no recursion to exhaust."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not is_text(item):
+                raise BadJSON("a text holds a lone surrogate (not valid Unicode)", syntax=False)
+        elif isinstance(item, dict | list):
+            if depth >= max_depth:
+                raise BadJSON(f"nested deeper than {max_depth} levels", syntax=True)
+            if isinstance(item, dict):
+                stack.extend((key, depth) for key in item)
+                stack.extend((child, depth + 1) for child in item.values())
+            else:
+                stack.extend((child, depth + 1) for child in item)
+
+
+def is_text(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8: no lone surrogates."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def display(text: str) -> str:
+    """``text`` with every lone surrogate shown as U+FFFD, for display.
+
+    A file name decoded with ``surrogateescape`` (``os.fsdecode``) holds each byte
+    that is not UTF-8 as a lone surrogate; each becomes one replacement character.
+    """
+    return text if is_text(text) else _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
