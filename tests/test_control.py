@@ -307,15 +307,20 @@ class FrameRun(HookRun):
         await self._run(f'{sys.executable} -c "{code}"\n')
 
     async def _run(self, script: str) -> None:
-        before = (await self.client.stats(self.session)).frames_applied
+        before = await self._frames_taken()
         name = f"step{before}.sh"
         (self.dir / name).write_text(script)
         await self.client.input(self.session, name + "\n")
 
         async def applied() -> bool:
-            return (await self.client.stats(self.session)).frames_applied > before
+            return await self._frames_taken() > before
 
         await poll(applied, wait=15)
+
+    async def _frames_taken(self) -> int:
+        """Authentic frames the session has applied or ignored as stale."""
+        stats = await self.client.stats(self.session)
+        return stats.frames_applied + stats.frames_ignored
 
     async def held(self, ident: str) -> bool:
         error = await self.error_of(ident, suggestion=99)

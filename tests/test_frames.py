@@ -195,6 +195,7 @@ def test_rejected_repr_and_reasons_leak_no_frame_data() -> None:
         "encoding",
         "oversized",
         "invalid",
+        "future",
         "unterminated",
     }
 

@@ -156,9 +156,14 @@ class ActivityTracker:
     def pending(self) -> Interaction | None:
         return self._pending
 
+    def stale(self, payload: FramePayload) -> bool:
+        """Whether `apply` would ignore ``payload``: older than the last applied frame
+        (hooks race), or after the exit."""
+        return self._final or payload.at < self._last_at
+
     def apply(self, payload: FramePayload) -> bool:
         """Apply one decoded frame payload; returns whether anything visible changed."""
-        if self._final or payload.at < self._last_at:
+        if self.stale(payload):
             return False
         self._last_at = payload.at
         match payload:

@@ -14,10 +14,12 @@ activity/process changes, session-list pushes) arrives through `events()`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
 import math
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from ptyvisor.jsontext import is_text
 from ptyvisor.protocol import (
     SERVER_MESSAGE,
     Attached,
@@ -237,18 +240,25 @@ class Client:
         rows: int = 24,
         agent: str | None = None,
     ) -> SessionSummary:
-        reply = await self.request(
-            {
-                "type": "spawn",
-                "agent": agent,
-                "argv": list(argv),
-                "cwd": cwd,
-                "env": env or {},
-                "name": name,
-                "cols": cols,
-                "rows": rows,
-            }
-        )
+        """Start a program. Arguments and a directory that are not valid UTF-8 (as
+        ``os.fsdecode`` names them) are sent as their exact bytes."""
+        message: dict[str, Any] = {
+            "type": "spawn",
+            "agent": agent,
+            "env": env or {},
+            "name": name,
+            "cols": cols,
+            "rows": rows,
+        }
+        if all(map(is_text, argv)):
+            message["argv"] = list(argv)
+        else:
+            message["argv_bytes"] = [_base64(arg) for arg in argv]
+        if cwd is None or is_text(cwd):
+            message["cwd"] = cwd
+        else:
+            message["cwd_bytes"] = _base64(cwd)
+        reply = await self.request(message)
         assert isinstance(reply, Spawned)
         return reply.session
 
@@ -334,3 +344,7 @@ class Client:
 
     async def unsend(self, session_id: str) -> None:
         await self.request({"type": "unsend", "session": session_id})
+
+
+def _base64(name: str) -> str:
+    return base64.b64encode(os.fsencode(name)).decode("ascii")

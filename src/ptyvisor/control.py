@@ -309,8 +309,9 @@ class PendingRequests:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def frame_applied(self, session: str, payload: object) -> None:
-        """A session applied an authenticated frame: withdraw the requests it ends.
+    def frame_applied(self, session: str, payload: object) -> bool:
+        """A session applied an authenticated frame: withdraw the requests it ends;
+        returns whether it withdrew any.
 
         The main turn's boundaries end the main thread's requests; a subagent's end
         with its own stop (it may outlive the main turn: subagents run in the
@@ -318,15 +319,16 @@ class PendingRequests:
         """
         match payload:
             case InteractionCleared(id=None, at=at):
-                self.withdraw(session, before=at, which=_main_thread)
+                return self.withdraw(session, before=at, which=_main_thread)
             case InteractionCleared(id=ident, at=at):
-                self.withdraw(session, before=at, which=lambda r: r.interaction.id == ident)
+                return self.withdraw(session, before=at, which=lambda r: r.interaction.id == ident)
             case ActivityReport(phase="stopped", at=at):
-                self.withdraw(session, before=at)
+                return self.withdraw(session, before=at)
             case ActivityReport(phase=phase, at=at) if ActivityPhase(phase) in TURN_ENDS:
-                self.withdraw(session, before=at, which=_main_thread)
+                return self.withdraw(session, before=at, which=_main_thread)
             case SubagentStopped(agent_id=agent_id, at=at):
-                self.withdraw(session, before=at, which=lambda r: r.agent_id == agent_id)
+                return self.withdraw(session, before=at, which=lambda r: r.agent_id == agent_id)
+        return False
 
     def withdraw(
         self,
@@ -334,9 +336,9 @@ class PendingRequests:
         *,
         before: int,
         which: Callable[[PendingRequest], bool] = lambda request: True,
-    ) -> None:
+    ) -> bool:
         """Withdraw ``session``'s requests created at or before ``before`` (only those
-        ``which`` picks); their hook connections close."""
+        ``which`` picks); their hook connections close. Returns whether any were."""
         withdrawn = False
         for key, request in list(self._waiting.items()):
             if key[0] != session or request.interaction.created_at > before:
@@ -348,6 +350,7 @@ class PendingRequests:
             withdrawn = True
         if withdrawn:
             self._changed(session)
+        return withdrawn
 
     async def answer(
         self,

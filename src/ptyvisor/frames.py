@@ -71,6 +71,7 @@ class RejectReason(StrEnum):
     ENCODING = "encoding"  # bad base64url, UTF-8, JSON, or not a JSON object
     OVERSIZED = "oversized"  # frame larger than MAX_FRAME_BYTES
     INVALID = "invalid"  # authentic, but the caller's schema validation failed
+    FUTURE = "future"  # authentic, but stamped minutes ahead of the server's clock
     UNTERMINATED = "unterminated"  # scanner dropped it: no terminator within the limit, or cut
 
 

@@ -12,6 +12,7 @@ Stdlib only and cheap to import: ``frames`` uses it, and hooks import that.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -86,3 +87,16 @@ def display(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def raw_bytes(name: str) -> str | None:
+    """For a name decoded with ``surrogateescape`` (argv, a path) that is not valid
+    UTF-8: its exact bytes, base64; None for a name that `display` shows exactly."""
+    if is_text(name):
+        return None
+    return base64.b64encode(name.encode("utf-8", "surrogateescape")).decode("ascii")
+
+
+def from_raw(data: bytes) -> str:
+    """The name of exact bytes ``data``, as ``os.fsdecode`` gives it."""
+    return data.decode("utf-8", "surrogateescape")

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import Base64Bytes, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from ptyvisor.activity import Activity
 from ptyvisor.agents import AgentName
 from ptyvisor.frames import SESSION_ID_PATTERN
 from ptyvisor.interaction import Interaction
+from ptyvisor.jsontext import from_raw
 
 PROTOCOL_VERSION = 1
 MAX_TEXT_MESSAGE = 1024 * 1024
@@ -65,6 +66,16 @@ class ProcessState(_Model):
     exited_at: int | None = Field(default=None, description="Unix ms")
 
 
+class RawNames(_Model):
+    """The exact bytes (base64) of names that are not valid UTF-8: a directory or
+    argument named in another encoding. The summary's own fields show them with
+    U+FFFD; these give them back exactly (a list holds null for an exact item)."""
+
+    argv: list[str | None] | None = None
+    command: list[str | None] | None = None
+    cwd: str | None = None
+
+
 class SessionSummary(_Model):
     """What a dashboard shows for one session."""
 
@@ -89,6 +100,10 @@ class SessionSummary(_Model):
     )
     queued_message: str | None = Field(
         default=None, description="The message queued for the agent's next Stop (see send)"
+    )
+    raw: RawNames | None = Field(
+        default=None,
+        description="Exact bytes of argv, command and cwd when any is not valid UTF-8",
     )
     clients: int
     created_at: int = Field(description="Unix ms")
@@ -129,7 +144,11 @@ class SessionStats(_Model):
     replay_start: int
     render_lag: int
     render_skipped: int
-    frames_applied: int
+    frames_applied: int = Field(description="Authentic frames that took effect")
+    frames_ignored: int = Field(
+        default=0,
+        description="Authentic frames older than what was applied: they changed nothing",
+    )
     frames_rejected: dict[str, int]
     client_queues: list[int] = Field(description="Bytes queued for each attached client")
 
@@ -157,16 +176,50 @@ class Spawn(_Request):
 
     type: Literal["spawn"]
     argv: Annotated[list[str], Field(max_length=256)] = []
+    argv_bytes: Annotated[list[Base64Bytes], Field(max_length=256)] | None = Field(
+        default=None,
+        description="Instead of argv: each argument's exact bytes (base64), for arguments "
+        "that are not valid UTF-8",
+    )
     agent: AgentName | None = None
+    cwd: str | None = None
+    cwd_bytes: Base64Bytes | None = Field(
+        default=None, description="Instead of cwd: its exact bytes (base64)"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Added to the program's environment (see the README's Environment)",
+    )
 
     @model_validator(mode="after")
-    def _command_given(self) -> Spawn:
-        if not self.argv and self.agent is None:
+    def _command_fits_exec(self) -> Spawn:
+        if self.argv_bytes is not None and self.argv:
+            raise ValueError("give argv or argv_bytes, not both")
+        if self.cwd_bytes is not None and self.cwd is not None:
+            raise ValueError("give cwd or cwd_bytes, not both")
+        argv = self.argv or [from_raw(arg) for arg in self.argv_bytes or ()]
+        if not argv and self.agent is None:
             raise ValueError("argv must name a command unless an agent is given")
+        if any("\0" in arg for arg in argv):
+            raise ValueError("an argument holds a NUL character")
+        if (self.cwd is not None and "\0" in self.cwd) or b"\0" in (self.cwd_bytes or b""):
+            raise ValueError("cwd holds a NUL character")
+        for key, value in self.env.items():
+            if not key or "=" in key or "\0" in key:
+                raise ValueError(f"env: {key!r} is not a variable name (empty, '=' or NUL)")
+            if "\0" in value:
+                raise ValueError(f"env: the value of {key} holds a NUL character")
         return self
 
-    cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict, description="Added to the server's env")
+    @property
+    def command_argv(self) -> list[str]:
+        """argv, from whichever field gave it (bytes as ``os.fsdecode`` names them)."""
+        return self.argv or [from_raw(arg) for arg in self.argv_bytes or ()]
+
+    @property
+    def working_directory(self) -> str | None:
+        return from_raw(self.cwd_bytes) if self.cwd_bytes is not None else self.cwd
+
     name: Annotated[str, Field(max_length=128)] | None = None
     cols: Cols = 80
     rows: Rows = 24

@@ -19,6 +19,7 @@ bounded and mode changes are kept.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 
@@ -27,6 +28,8 @@ import anyio.to_thread
 
 from ptyvisor.outputlog import OutputLog
 from ptyvisor.terminal import HeadlessTerminal, TerminalSnapshot
+
+log = logging.getLogger(__name__)
 
 BATCH_BYTES = 8 * 1024
 DEFAULT_LAG_LIMIT = 512 * 1024
@@ -61,6 +64,8 @@ class Renderer:
         self._wake = anyio.Event()
         self.rendered_seq = log.start_seq
         self.skipped = 0
+        self.failed = 0
+        """Batches the headless terminal raised on (see `_feed_until`)."""
         self._unscanned: deque[tuple[bytes, int, int]] = deque()
         self._unscanned_bytes = 0
 
@@ -121,14 +126,23 @@ class Renderer:
         if seq <= self.rendered_seq:
             return
         data = self._log.read(self.rendered_seq, seq)
-        await anyio.to_thread.run_sync(self._terminal.feed, data)
+        try:
+            await anyio.to_thread.run_sync(self._terminal.feed, data)
+        except Exception:
+            # A bug in the headless terminal costs this batch of the screen (its
+            # modes are kept), not the session and its program.
+            if not self.failed:
+                log.exception("headless terminal failed on output; skipping it")
+            self.failed += 1
+            self._terminal.skip(data)
         self.rendered_seq = seq
 
     async def snapshot(self, at_least: int) -> tuple[TerminalSnapshot, int]:
         """Render up to at least ``at_least`` and serialise.
 
-        Returns the snapshot and the seq it shows, which may be past ``at_least``
-        if the background renderer got there first.
+        Returns the snapshot and the seq the stream continues from: where rendering
+        stopped (possibly past ``at_least``, if the background renderer got there
+        first), less the bytes of a UTF-8 character it has only the start of.
         """
         async with self._lock:
             target = max(at_least, self.rendered_seq)
@@ -136,7 +150,7 @@ class Renderer:
                 self._skip_to(target - self._lag_limit)
             await self._feed_until(target)
             snap = await anyio.to_thread.run_sync(self._terminal.snapshot)
-            return snap, self.rendered_seq
+            return snap, max(self.rendered_seq - self._terminal.undecoded, self._log.start_seq)
 
     async def resize(self, cols: int, rows: int) -> None:
         """Resize in stream order: render what was written at the old size first."""

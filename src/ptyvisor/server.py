@@ -221,10 +221,10 @@ class Connection:
                 supervisor.unwatch(self.outbox)
                 self._ok(request.req_id)
             case Spawn():
-                cwd = os.path.expanduser(request.cwd or os.getcwd())  # noqa: ASYNC240 - no I/O
+                cwd = os.path.expanduser(request.working_directory or os.getcwd())  # noqa: ASYNC240
                 try:
                     session = supervisor.spawn(
-                        request.argv,
+                        request.command_argv,
                         cwd=cwd,
                         env=request.env,
                         name=request.name,

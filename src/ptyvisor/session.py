@@ -39,6 +39,7 @@ from ptyvisor.agents import REPORTS_STARTUP
 from ptyvisor.child import Child, program_environment
 from ptyvisor.control import nonce_matches
 from ptyvisor.frames import Rejected, RejectReason, decode_frame, new_nonce
+from ptyvisor.jsontext import display, is_text, raw_bytes
 from ptyvisor.outbox import Outbox
 from ptyvisor.outputlog import OutputLog
 from ptyvisor.proctable import ProcessTable, in_session_tree
@@ -47,6 +48,7 @@ from ptyvisor.protocol import (
     Attached,
     ProcessChanged,
     ProcessState,
+    RawNames,
     Resized,
     Screen,
     SessionStats,
@@ -68,8 +70,14 @@ READ_BUDGET = 1024 * 1024
 """Bytes read per wake-up before yielding, so one flooding session cannot starve others."""
 INPUT_LIMIT = 1024 * 1024
 EXIT_DRAIN_SECONDS = 0.5
-"""How long, after the child exits, to wait for the output it left in the PTY."""
+"""How long, after the child exits, to wait for the reader to reach the PTY's end."""
+EXIT_DRAIN_BYTES = 8 * 1024 * 1024
+"""At most this much is read at the exit when the PTY's end never came (another
+process holds the terminal and still writes)."""
 KILL_GRACE_SECONDS = 2.0
+MAX_FRAME_AHEAD_MS = 5 * 60 * 1000
+"""A frame stamped further ahead of the server's clock is rejected (``future``); one
+less far ahead counts as stamped now, so no frame can hold activity still."""
 STARTUP_QUIET_SECONDS = 1.0
 """An agent that cannot report Ready is called Ready after this much start-up quiet."""
 
@@ -113,7 +121,7 @@ class Session:
         config: SessionConfig,
         on_change: Callable[[], None],
         agent: str | None = None,
-        on_frame: Callable[[str, FramePayload], None] | None = None,
+        on_frame: Callable[[str, FramePayload], bool] | None = None,
         holds: Callable[[str, str], bool] | None = None,
         processes: ProcessTable | None = None,
     ) -> None:
@@ -123,6 +131,7 @@ class Session:
         self.argv = list(argv)
         self.command = list(argv if command is None else command)
         self.cwd = cwd
+        self._raw_names = raw_names(self.argv, self.command, cwd)
         self.created_at = now_ms()
         self._nonce = new_nonce()
         self._on_change = on_change
@@ -162,6 +171,7 @@ class Session:
         self.exited = anyio.Event()
         self._cancel = anyio.CancelScope()
         self.frames_applied = 0
+        self.frames_ignored = 0
         self.frames_rejected: dict[str, int] = {}
         self.queued_message: str | None = None
         """One message for the agent's next Stop hook (see `queue_message`)."""
@@ -251,25 +261,15 @@ class Session:
         loop = asyncio.get_running_loop()
         fd = self.child.fd
         eof = anyio.Event()
+        failure: list[BaseException] = []
 
         def on_readable() -> None:
-            budget = READ_BUDGET
             try:
-                while budget > 0:
-                    try:
-                        data = os.read(fd, READ_BYTES)
-                    except BlockingIOError:
-                        break
-                    except OSError:  # EIO: every slave fd is closed
-                        data = b""
-                    if not data:
-                        loop.remove_reader(fd)
-                        eof.set()
-                        return
-                    self._ingest(self._scanner.feed(data))
-                    budget -= len(data)
-            except Exception:
-                log.exception("session %s: reader failed", self.id)
+                at_end = self._drain(READ_BUDGET)
+            except Exception as error:  # a bug: it ends this session (see run)
+                failure.append(error)
+                at_end = True
+            if at_end:
                 loop.remove_reader(fd)
                 eof.set()
             self._last_read = time.monotonic()
@@ -282,6 +282,25 @@ class Session:
             # A held partial prefix at EOF was the program's own output.
             self._ingest(self._scanner.flush())
             self._reader_done.set()
+        if failure:
+            raise failure[0]
+
+    def _drain(self, budget: int) -> bool:
+        """Read what the PTY holds now, up to about ``budget`` bytes; returns True at
+        its end (EIO: every slave descriptor is closed and nothing is left)."""
+        fd = self.child.fd
+        while budget > 0:
+            try:
+                data = os.read(fd, READ_BYTES)
+            except BlockingIOError:
+                return False
+            except OSError:  # EIO (or the descriptor is closed already)
+                return True
+            if not data:
+                return True
+            self._ingest(self._scanner.feed(data))
+            budget -= len(data)
+        return False
 
     def _ingest(self, scanned: ScanResult) -> None:
         """Everything the reader does with one read; must stay cheap."""
@@ -309,6 +328,16 @@ class Session:
         return bool(readable)
 
     def _apply_frame(self, body: bytes) -> None:
+        """Authenticate and apply one frame. A bug in applying it costs that frame
+        (counted as ``error``, logged once), never the session."""
+        try:
+            self._apply_authentic(body)
+        except Exception:
+            if "error" not in self.frames_rejected:
+                log.exception("session %s: applying a frame failed", self.id)
+            self.frames_rejected["error"] = self.frames_rejected.get("error", 0) + 1
+
+    def _apply_authentic(self, body: bytes) -> None:
         decoded = decode_frame(body, self.id, self._nonce)
         if isinstance(decoded, Rejected):
             self._count_rejection(decoded.reason.value)
@@ -318,16 +347,29 @@ class Session:
         except ValidationError:
             self._count_rejection(RejectReason.INVALID.value)
             return
-        self.frames_applied += 1
-        if self.tracker.apply(payload):
-            self._activity_changed()
-        match payload:
-            case InteractionCleared(id=None):  # a prompt was submitted: a new turn
-                self.drop_message()
-            case ActivityReport(phase="stopped"):
-                self.drop_message()
-        if self._on_frame is not None:
-            self._on_frame(self.id, payload)
+        now = now_ms()
+        if payload.at > now + MAX_FRAME_AHEAD_MS:
+            # Authentic but absurd (10^30): it would freeze activity until the exit.
+            self._count_rejection(RejectReason.FUTURE.value)
+            return
+        if payload.at > now:
+            payload = payload.model_copy(update={"at": now})
+        stale = self.tracker.stale(payload)
+        if not stale:
+            if self.tracker.apply(payload):
+                self._activity_changed()
+            match payload:
+                case InteractionCleared(id=None):  # a prompt was submitted: a new turn
+                    self.drop_message()
+                case ActivityReport(phase="stopped"):
+                    self.drop_message()
+        # Held requests are withdrawn by stale frames too: a late PostToolUse still
+        # means that tool call is over.
+        withdrew = self._on_frame is not None and self._on_frame(self.id, payload)
+        if stale and not withdrew:
+            self.frames_ignored += 1  # older than what was applied: it changed nothing
+        else:
+            self.frames_applied += 1
 
     def _count_rejection(self, reason: str, count: int = 1) -> None:
         first = reason not in self.frames_rejected
@@ -368,6 +410,11 @@ class Session:
     def _exited(self) -> None:
         if self.exited.is_set():
             return
+        if not self._reader_done.is_set():
+            # The exit is reported after every byte the program wrote: what is still
+            # in the PTY (a process that inherited the terminal keeps it open, so no
+            # end-of-file tells the reader) is read first.
+            self._drain(EXIT_DRAIN_BYTES)
         at = now_ms()
         self.process = ProcessState(
             state="exited",
@@ -506,7 +553,7 @@ class Session:
             truncated=since is not None,
             snapshot=snapshot,
         )
-        subscriber.outbox.release(attached.model_dump_json(), covered=snapshot.seq - target)
+        self._release(subscriber, attached.model_dump_json(), snapshot.seq, target)
 
     async def resync(self, subscriber: Subscriber) -> None:
         """Give a lagging client a fresh snapshot; its stream continues right after it."""
@@ -516,7 +563,14 @@ class Session:
         subscriber.outbox.hold()
         snapshot = await self.snapshot(at_least=target)
         message = SnapshotMessage(reason="lagging", snapshot=snapshot)
-        subscriber.outbox.release(message.model_dump_json(), covered=snapshot.seq - target)
+        self._release(subscriber, message.model_dump_json(), snapshot.seq, target)
+
+    def _release(self, subscriber: Subscriber, message: str, seq: int, held_from: int) -> None:
+        """Send a snapshot ``message`` showing the screen up to ``seq``, then the stream
+        from there: output held since ``held_from``, less what the snapshot shows, or
+        also the few bytes before it that the snapshot does not (see `Renderer`)."""
+        replay = self.log.read(seq, held_from) if seq < held_from else b""
+        subscriber.outbox.release(message, covered=max(seq - held_from, 0), replay=replay)
 
     def _subscribe(self, subscriber: Subscriber) -> None:
         if subscriber not in self._subscribers:
@@ -539,11 +593,16 @@ class Session:
     # ------------------------------------------------------------------ views
 
     async def snapshot(self, at_least: int | None = None) -> Snapshot:
-        """The screen as of output seq ``at_least`` (default: now) or later, as ``seq`` says."""
+        """The screen as of output seq ``at_least`` (default: now) or later, as ``seq`` says.
+
+        The summary is taken first: an exit it reports happened after all of the
+        program's output was in the log (see `_exited`), so the screen shows that
+        output — never an ``exited`` beside a screen from before the last output."""
         target = self.log.end_seq if at_least is None else at_least
+        summary = self.summary()
         terminal, seq = await self.renderer.snapshot(target)
         return Snapshot(
-            session=self.summary(),
+            session=summary,
             seq=seq,
             size=TermSize(cols=terminal.cols, rows=terminal.rows),
             screen=Screen(
@@ -572,10 +631,11 @@ class Session:
         activity = self.tracker.activity
         return SessionSummary(
             id=self.id,
-            name=self.name,
-            argv=self.argv,
-            command=self.command,
-            cwd=self.cwd,
+            name=display(self.name),
+            argv=[display(arg) for arg in self.argv],
+            command=[display(arg) for arg in self.command],
+            cwd=display(self.cwd),
+            raw=self._raw_names,
             agent=self.agent or activity.agent,
             process=self.process,
             activity=activity,
@@ -594,6 +654,7 @@ class Session:
             render_lag=self.renderer.lag,
             render_skipped=self.renderer.skipped,
             frames_applied=self.frames_applied,
+            frames_ignored=self.frames_ignored,
             frames_rejected=dict(self.frames_rejected),
             client_queues=[subscriber.outbox.size for subscriber in self._subscribers],
         )
@@ -616,3 +677,14 @@ class Session:
 
 def new_session_id() -> str:
     return "s" + secrets.token_hex(4)
+
+
+def raw_names(argv: Sequence[str], command: Sequence[str], cwd: str) -> RawNames | None:
+    """The exact bytes of names that are not valid UTF-8, or None when all are."""
+    if all(map(is_text, [*argv, *command, cwd])):
+        return None
+    return RawNames(
+        argv=[raw_bytes(arg) for arg in argv],
+        command=[raw_bytes(arg) for arg in command],
+        cwd=raw_bytes(cwd),
+    )

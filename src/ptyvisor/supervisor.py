@@ -34,6 +34,7 @@ class Supervisor:
         self._sessions: dict[str, Session] = {}
         self._watchers: set[Outbox] = set()
         self._processes = ProcessTable()
+        self._unlisted: set[str] = set()
         self.requests = PendingRequests(on_change=self._requests_changed)
         """Hooks waiting on the control socket for a client's answer."""
 
@@ -127,7 +128,17 @@ class Supervisor:
         await session.finished.wait()
 
     def summaries(self) -> list[SessionSummary]:
-        return [session.summary() for session in self._sessions.values()]
+        """Every session's summary. One that cannot be made (a bug) is left out and
+        logged once, so that it never takes the whole list down with it."""
+        summaries = []
+        for session in list(self._sessions.values()):
+            try:
+                summaries.append(session.summary())
+            except Exception:
+                if session.id not in self._unlisted:
+                    self._unlisted.add(session.id)
+                    log.exception("session %s cannot be summarised; left out", session.id)
+        return summaries
 
     def watch(self, outbox: Outbox) -> None:
         self._watchers.add(outbox)

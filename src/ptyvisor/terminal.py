@@ -946,6 +946,13 @@ _CSI_BODY = re.compile(r"([<=>?]?)([0-9:;]*)([ -/]*)")
 _OSC_END = re.compile(r"[\x07\x18\x1a\x1b\x9c]")
 _STRING_END = re.compile(r"[\x18\x1a\x1b\x9c]")
 _C0 = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_STRING_INTRODUCERS = {
+    "osc": "\x1b]",
+    "dcs": "\x1bP",
+    "apc": "\x1b_",
+    "pm": "\x1b^",
+    "sos": "\x1bX",
+}
 _STRING_KINDS = {
     "]": "osc",
     "P": "dcs",
@@ -1283,6 +1290,17 @@ class _Parser:
             self._string = ""  # CAN/SUB cancel
         return end + 1
 
+    def unfinished(self) -> str:
+        """The sequence this parser is in the middle of, as text that puts a fresh
+        parser in the same state: a control string's introducer (an OSC with what it
+        kept, when that is all of it so far), then any incomplete escape sequence."""
+        carried = ""
+        if self._string:
+            introducer = _STRING_INTRODUCERS[self._string]
+            complete = self._string_len == self._string_kept_len
+            carried = introducer + ("".join(self._string_kept) if complete else "")
+        return carried + self._pending
+
     def _finish_string(self) -> None:
         if self._string == "osc":
             number, sep, value = "".join(self._string_kept).partition(";")
@@ -1396,7 +1414,17 @@ class HeadlessTerminal:
         cols = self._screen.columns
         return [_text(line, cols) for line in self._screen.scrollback]
 
+    @property
+    def undecoded(self) -> int:
+        """Bytes fed but held by the UTF-8 decoder: the start of a character whose
+        rest has not arrived (a snapshot is taken before them, see `snapshot`)."""
+        return len(self._decoder.getstate()[0])
+
     def snapshot(self, *, include_scrollback: bool = True) -> TerminalSnapshot:
+        """The screen as output for a fresh terminal. A sequence the parser is in the
+        middle of is carried at the end of ``ansi`` (`_Parser.unfinished`), so the
+        next bytes of the stream complete it there too; the bytes of an unfinished
+        UTF-8 character (`undecoded`) are not, and must be sent again after it."""
         s = self._screen
         cols, rows = s.columns, s.lines
         main_buffer = s.main_buffer if s.main_buffer is not None else s.buffer
@@ -1444,7 +1472,8 @@ class HeadlessTerminal:
         return TerminalSnapshot(
             cols=cols,
             rows=rows,
-            ansi=render_snapshot(state, include_scrollback=include_scrollback),
+            ansi=render_snapshot(state, include_scrollback=include_scrollback)
+            + self._parser.unfinished(),
             cursor_row=s.cursor.y,
             cursor_col=min(s.cursor.x, cols - 1),
             title=s.title,
