@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import logging
 import os
 import signal
+import ssl
 import sys
 import time
 from pathlib import Path
@@ -63,14 +65,37 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="browser Origin allowed besides the server's own (repeatable; '*' for any)",
     )
-    serve.add_argument("--replay-bytes", type=int, default=DEFAULT_CAPACITY)
-    serve.add_argument("--render-lag", type=int, default=DEFAULT_LAG_LIMIT)
-    serve.add_argument("--scrollback", type=int, default=1000)
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="Host name a browser may use besides loopback and the address it connects to "
+        "(repeatable; a DNS-rebinding defence)",
+    )
+    serve.add_argument(
+        "--tls-cert", type=Path, default=None, help="serve TLS with this PEM certificate"
+    )
+    serve.add_argument("--tls-key", type=Path, default=None, help="its private key (PEM)")
+    serve.add_argument(
+        "--replay-bytes",
+        type=int,
+        default=DEFAULT_CAPACITY,
+        help=f"output kept per session for exact replay (default {DEFAULT_CAPACITY})",
+    )
+    serve.add_argument(
+        "--render-lag",
+        type=int,
+        default=DEFAULT_LAG_LIMIT,
+        help=f"bytes the headless terminal may fall behind (default {DEFAULT_LAG_LIMIT})",
+    )
+    serve.add_argument("--scrollback", type=int, default=1000, help="lines kept (default 1000)")
     serve.add_argument(
         "--client-buffer",
         type=int,
         default=DEFAULT_CLIENT_BUFFER,
-        help="bytes queued per client before it is dropped back to a snapshot",
+        help="bytes queued per client before it is dropped back to a snapshot "
+        f"(default {DEFAULT_CLIENT_BUFFER})",
     )
     serve.add_argument(
         "--codex-remote-answers",
@@ -196,7 +221,66 @@ def _unwrap(error: BaseException) -> BaseException:
     return error
 
 
+NUMERIC_OPTIONS: dict[str, tuple[str, int, int]] = {
+    "port": ("--port", 0, 65535),
+    "replay_bytes": ("--replay-bytes", 64 * 1024, 1 << 34),
+    "render_lag": ("--render-lag", 4 * 1024, 1 << 34),
+    "scrollback": ("--scrollback", 0, 1_000_000),
+    "client_buffer": ("--client-buffer", 64 * 1024, 1 << 34),
+}
+"""serve's numeric options: (flag, least, most)."""
+
+
+def check_serve_options(options: argparse.Namespace) -> str | None:
+    """What is wrong with serve's options, in one line; None if nothing is."""
+    for attribute, (flag, least, most) in NUMERIC_OPTIONS.items():
+        value = getattr(options, attribute)
+        if not least <= value <= most:
+            return f"{flag} must be between {least} and {most}, not {value}"
+    if (options.tls_cert is None) != (options.tls_key is None):
+        return "--tls-cert and --tls-key go together"
+    for path in (options.tls_cert, options.tls_key):
+        if path is not None and not path.is_file():
+            return f"no such file: {path}"
+    return None
+
+
+def _tls_context(cert: Path, key: Path) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    return context
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
+
+
 def serve(options: argparse.Namespace) -> int:
+    problem = check_serve_options(options)
+    tls: ssl.SSLContext | None = None
+    if problem is None and options.tls_cert is not None:
+        try:
+            tls = _tls_context(options.tls_cert, options.tls_key)
+        except (OSError, ssl.SSLError) as error:
+            problem = f"cannot use the TLS certificate and key: {error}"
+    if problem is not None:
+        print(f"ptyvisor serve: {problem}", file=sys.stderr)
+        return 2
+    if not _is_loopback(options.host):
+        print(
+            f"ptyvisor serve: warning: listening on {options.host}, beyond this machine"
+            + (
+                ""
+                if tls is not None
+                else ": without --tls-cert/--tls-key the token crosses the network in clear"
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
     logging.basicConfig(
         level=logging.DEBUG if options.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -217,6 +301,8 @@ def serve(options: argparse.Namespace) -> int:
         port=options.port,
         state_dir=state_dir,
         allowed_origins=options.allow_origin,
+        allowed_hosts=options.allow_host,
+        tls=tls,
         replay_bytes=options.replay_bytes,
         render_lag_limit=options.render_lag,
         scrollback=options.scrollback,
@@ -237,13 +323,26 @@ def serve(options: argparse.Namespace) -> int:
                 print(f"token: {source}", flush=True)
                 # Like Jupyter: the one URL that logs a browser in; the page drops the
                 # token from its address at once. Printed here only, never logged.
-                page_url = config.url.replace("ws://", "http://", 1)
+                page_url = config.url.replace("ws", "http", 1)
                 print(f"page: {page_url}?token={token}", flush=True)
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     return
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except BaseException as raised:
+        failure = _unwrap(raised)
+        if isinstance(failure, OSError):
+            where = f"{options.host}:{options.port}"
+            print(
+                f"ptyvisor serve: cannot listen on {where}: {failure.strerror or failure}",
+                file=sys.stderr,
+            )
+            return 1
+        if isinstance(failure, KeyboardInterrupt):
+            return 130
+        raise
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7733
 TOKEN_FILE = "token"
 SETTINGS_FILE = "settings.json"
+DEFAULT_REPLY_BUFFER = 1024 * 1024
 CODEX_ANSWER_WAIT_SECONDS = 20.0
 """Default hold of a Codex request: below Codex's hook timeout (30 s, see agents)."""
 
@@ -118,11 +120,16 @@ class ServerConfig:
     state_dir: Path = field(default_factory=default_state_dir)
     allowed_origins: list[str] = field(default_factory=list)
     allowed_hosts: list[str] = field(default_factory=list)
+    tls: ssl.SSLContext | None = None
+    """Serve ``wss://`` and ``https://`` with this context (``--tls-cert``/``--tls-key``)."""
     """``Host`` names accepted besides loopback and the bound host (see access.py)."""
     replay_bytes: int = DEFAULT_CAPACITY
     render_lag_limit: int = DEFAULT_LAG_LIMIT
     scrollback: int = 1000
     client_buffer: int = DEFAULT_CLIENT_BUFFER
+    reply_buffer: int = DEFAULT_REPLY_BUFFER
+    """Queued replies and events past which a client's requests are no longer read
+    (four times as much closes it: see outbox.py)."""
     url: str = ""
     """How children reach the server (``PTYVISOR_URL``); set once the port is bound."""
     settings: Settings = field(default_factory=Settings)

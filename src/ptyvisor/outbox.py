@@ -10,7 +10,8 @@ behind the snapshot, so the client sees events in the order they happened.
 Replies and events (text) are bounded too. Past ``text_limit`` queued bytes the
 connection stops reading requests (`room`): a client that sends requests and never
 reads the replies stops being served, and no further replies pile up. Events pushed
-regardless (activity, session-list, ...) are capped at ``4 * text_limit``; past that
+regardless (activity, session-list, ...) are capped at ``4 * text_limit`` (16 MiB at
+least); past that
 the outbox *overflows* and the connection is closed with a reason. Memory per client
 stays bounded whatever the program writes or the client sends, and a slow client
 never slows the PTY or other clients.
@@ -33,6 +34,9 @@ DEFAULT_LIMIT = 4 * 1024 * 1024
 MAX_BINARY_MESSAGE = 256 * 1024
 OVERFLOW_FACTOR = 4
 """Queued text beyond ``OVERFLOW_FACTOR * text_limit`` closes the connection."""
+MIN_OVERFLOW = 16 * 1024 * 1024
+"""...and never below this: a client that does read must survive a burst of events
+(a program may write many large interactions in a moment)."""
 
 Item = str | list[bytes]
 
@@ -43,6 +47,7 @@ class Outbox:
     def __init__(self, limit: int = DEFAULT_LIMIT, text_limit: int | None = None) -> None:
         self._limit = limit
         self._text_limit = text_limit or limit
+        self._overflow_limit = max(OVERFLOW_FACTOR * self._text_limit, MIN_OVERFLOW)
         self._items: deque[Item] = deque()
         self._size = 0
         self._text_size = 0
@@ -52,13 +57,17 @@ class Outbox:
         self._run_bytes = 0  # bytes in the last queued run of output
         self.lagging = False
         self.sessions_dirty = False
-        self.overflowed = False
-        """Text was pushed far past the limit: the client is not reading; close it."""
+        self.overflow = anyio.Event()
+        """Set when text was pushed far past the limit: the client is not reading."""
         self.closed = False
 
     @property
     def size(self) -> int:
         return self._size
+
+    @property
+    def overflowed(self) -> bool:
+        return self.overflow.is_set()
 
     def put_output(self, data: bytes) -> None:
         """Queue terminal output; past the limit, drop it all and mark the client lagging."""
@@ -82,9 +91,9 @@ class Outbox:
     def put_text(self, text: str) -> None:
         if self.closed or self.overflowed:
             return
-        if self._text_size + len(text) > OVERFLOW_FACTOR * self._text_limit:
-            self.overflowed = True
-            self._wake.set()
+        if self._text_size + len(text) > self._overflow_limit:
+            self.overflow.set()
+            self._room.set()
             return
         self._size += len(text)
         self._text_size += len(text)
@@ -176,9 +185,7 @@ class Outbox:
 
     async def wait(self) -> None:
         """Wait until there is something to send (or the client is lagging, or closed)."""
-        while not (
-            self._items or self.lagging or self.sessions_dirty or self.closed or self.overflowed
-        ):
+        while not (self._items or self.lagging or self.sessions_dirty or self.closed):
             await self._wake.wait()
             self._wake = anyio.Event()
 

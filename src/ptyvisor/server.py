@@ -75,8 +75,6 @@ HARD_MESSAGE_LIMIT = 2 * MAX_TEXT_MESSAGE
 """Beyond this websockets closes the connection (1009); below it, ``too_large`` errors."""
 INCOMING_QUEUE = 4
 """Messages websockets buffers before it stops reading the socket (TCP backpressure)."""
-REPLY_BUFFER = 1024 * 1024
-"""Queued replies and events past which a client's requests are no longer read."""
 MAX_CLIENTS = 256
 """WebSocket connections served at once; more are refused (503) until some close."""
 NOT_READING = "not reading: too many messages queued for this client"
@@ -112,7 +110,9 @@ class Connection:
     def __init__(self, websocket: ServerConnection, supervisor: Supervisor) -> None:
         self._ws = websocket
         self._supervisor = supervisor
-        self.outbox = Outbox(supervisor.config.client_buffer, text_limit=REPLY_BUFFER)
+        self.outbox = Outbox(
+            supervisor.config.client_buffer, text_limit=supervisor.config.reply_buffer
+        )
         self.answers_queries = False
         self._session: Session | None = None
 
@@ -124,6 +124,7 @@ class Connection:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._send_loop)
+                tg.start_soon(self._close_when_overflowing)
                 await self._receive_loop()
                 tg.cancel_scope.cancel()
         except Exception:
@@ -135,16 +136,19 @@ class Connection:
             self._supervisor.unwatch(self.outbox)
             self._detach()
 
+    async def _close_when_overflowing(self) -> None:
+        """A client that reads nothing while events pile up is closed, with a reason
+        (its sender is stuck in a send meanwhile, so this cannot wait for it)."""
+        await self.outbox.overflow.wait()
+        log.warning("client %s is not reading its messages; closing it", _peer(self._ws))
+        await self._ws.close(CloseCode.POLICY_VIOLATION, NOT_READING)
+
     async def _send_loop(self) -> None:
         outbox = self.outbox
         try:
             while True:
                 await outbox.wait()
                 if outbox.closed:
-                    return
-                if outbox.overflowed:
-                    log.warning("client %s is not reading its messages; closing", _peer(self._ws))
-                    await self._ws.close(CloseCode.POLICY_VIOLATION, NOT_READING)
                     return
                 if outbox.lagging:
                     if self._session is not None:
@@ -436,13 +440,15 @@ async def _serve(config: ServerConfig, task_status: anyio.abc.TaskStatus[Server]
             select_subprotocol=_select_subprotocol,
             max_size=HARD_MESSAGE_LIMIT,
             max_queue=INCOMING_QUEUE,
+            ssl=config.tls,
             compression=None,
             server_header=f"ptyvisor/{__version__}",
         ) as server:
             port = server.sockets[0].getsockname()[1] if server.sockets else config.port
             config.port = port
             host = config.host if ":" not in config.host else f"[{config.host}]"
-            config.url = config.url or f"ws://{host}:{port}/"
+            scheme = "wss" if config.tls is not None else "ws"
+            config.url = config.url or f"{scheme}://{host}:{port}/"
             control = ControlServer(supervisor.requests, supervisor.find, config.settings)
             path = await tg.start(control.serve, control_path(config.state_dir))
             config.control_path = str(path) if path is not None else ""
