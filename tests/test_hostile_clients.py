@@ -10,6 +10,7 @@ import resource
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -272,7 +273,7 @@ open("flooded", "w").close()
 
 
 async def test_events_pushed_to_a_client_that_never_reads_close_it(
-    server: RunningServer, bystander: str, tmp_path: Any
+    server: RunningServer, bystander: str, tmp_path: Path
 ) -> None:
     """Events pile up for an attached client that reads nothing (here 800 pending
     interactions of ~44 KiB): past the overflow bound it is closed with a reason."""
