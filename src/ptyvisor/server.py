@@ -78,6 +78,10 @@ INCOMING_QUEUE = 4
 MAX_CLIENTS = 256
 """WebSocket connections served at once; more are refused (503) until some close."""
 NOT_READING = "not reading: too many messages queued for this client"
+SLOW_REQUESTS = (Kill, Close, Answer)
+"""Requests that wait (for a program to stop, a hook to take its answer)."""
+SLOW_REQUESTS_AT_ONCE = 256
+"""Slow requests one connection may have under way; more wait (and stop reading)."""
 
 
 class RequestError(Exception):
@@ -115,6 +119,8 @@ class Connection:
         )
         self.answers_queries = False
         self._session: Session | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._slow = anyio.Semaphore(SLOW_REQUESTS_AT_ONCE)
 
     async def run(self) -> None:
         """Serve the client until it leaves. A bug in handling it (anything but a
@@ -123,6 +129,7 @@ class Connection:
         self.outbox.put_text(hello.model_dump_json())
         try:
             async with anyio.create_task_group() as tg:
+                self._tasks = tg
                 tg.start_soon(self._send_loop)
                 tg.start_soon(self._close_when_overflowing)
                 await self._receive_loop()
@@ -206,6 +213,23 @@ class Connection:
         except ValidationError as error:
             self._error("bad_message", _describe(error), req_id)
             return
+        if isinstance(request, SLOW_REQUESTS):
+            # Stopping a program takes up to its grace period, an answer waits for its
+            # hook: they run beside the next requests (replies carry req_id), a bounded
+            # number at a time.
+            await self._slow.acquire()
+            assert self._tasks is not None
+            self._tasks.start_soon(self._carry_out_slowly, request, req_id)
+            return
+        await self._carry_out(request, req_id)
+
+    async def _carry_out_slowly(self, request: ClientMessage, req_id: str | int | None) -> None:
+        try:
+            await self._carry_out(request, req_id)
+        finally:
+            self._slow.release()
+
+    async def _carry_out(self, request: ClientMessage, req_id: str | int | None) -> None:
         try:
             await self._dispatch(request)
         except RequestError as error:
