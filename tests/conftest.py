@@ -30,20 +30,26 @@ PTYVISOR_BIN = str(Path(sys.executable).parent / "ptyvisor")
 T = TypeVar("T")
 
 
-PAGE_LINE = re.compile(r"^page: (http://\S+)$", re.MULTILINE)
+PAGE_LINE = re.compile(r"^page: (https?://\S+)$", re.MULTILINE)
 
 
 def start_serve(
-    args: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path | None = None
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    stdout: Path,
+    stderr: Path | None = None,
+    wrapper: Sequence[str] = (),
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``ptyvisor serve ARGS`` writing to files (``stderr`` None: into ``stdout``)
     and wait for its ``page:`` line, printed last once it listens: (process, page URL).
     A server that exits or never gets there is killed and the test fails with its output.
+    ``wrapper`` runs it under another command (``prlimit --nofile=…``).
     """
     with stdout.open("wb") as out, contextlib.ExitStack() as files:
         err = subprocess.STDOUT if stderr is None else files.enter_context(stderr.open("wb"))
         proc = subprocess.Popen(
-            [PTYVISOR_BIN, "serve", *args],
+            [*wrapper, PTYVISOR_BIN, "serve", *args],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,

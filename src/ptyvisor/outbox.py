@@ -54,6 +54,9 @@ class Outbox:
         self._wake = anyio.Event()
         self._room = anyio.Event()
         self._held: deque[Item] | None = None
+        self._behind_next: deque[Item] | None = None
+        """What arrived after the client lagged *again* while its snapshot was being
+        made: it waits behind the next snapshot, not the one under way."""
         self._run_bytes = 0  # bytes in the last queued run of output
         self.lagging = False
         self.sessions_dirty = False
@@ -77,7 +80,7 @@ class Outbox:
             self._lag()
             return
         self._size += len(data)
-        queue = self._held if self._held is not None else self._items
+        queue = self._queue()
         last = queue[-1] if queue else None
         if isinstance(last, list) and self._run_bytes + len(data) <= MAX_BINARY_MESSAGE:
             last.append(data)  # joined into one WebSocket message when sent
@@ -85,8 +88,14 @@ class Outbox:
         else:
             queue.append([data])
             self._run_bytes = len(data)
-        if self._held is None:
+        if queue is self._items:
             self._wake.set()
+
+    def _queue(self) -> deque[Item]:
+        """Where a new item goes: behind a snapshot if one is due, else out."""
+        if self._behind_next is not None:
+            return self._behind_next
+        return self._held if self._held is not None else self._items
 
     def put_text(self, text: str) -> None:
         if self.closed or self.overflowed:
@@ -97,10 +106,9 @@ class Outbox:
             return
         self._size += len(text)
         self._text_size += len(text)
-        if self._held is not None:
-            self._held.append(text)
-        else:
-            self._items.append(text)
+        queue = self._queue()
+        queue.append(text)
+        if queue is self._items:
             self._wake.set()
 
     async def room(self) -> None:
@@ -118,7 +126,9 @@ class Outbox:
     def release(self, first: str, covered: int, replay: bytes = b"") -> None:
         """Send ``first`` (the snapshot), then ``replay`` (output from before the hold
         that the snapshot does not show), then what was held minus ``covered`` bytes."""
-        held, self._held = self._held or deque(), None
+        held = self._held or deque()
+        # Lagged again meanwhile: what came since waits for the next snapshot.
+        self._held, self._behind_next = self._behind_next, None
         self._items.append(first)
         self._size += len(first)
         self._text_size += len(first)
@@ -152,14 +162,19 @@ class Outbox:
         self.discard_output()
         if self.lagging:
             self.lagging = False
-            held, self._held = self._held or deque(), None
-            self._items.extend(held)
+            self._items.extend(self._held or ())
+            self._items.extend(self._behind_next or ())
+            self._held = self._behind_next = None
             self._wake.set()
 
     def _lag(self) -> None:
         self.discard_output()
         self.lagging = True
-        self.hold()  # events from here on follow the snapshot
+        # Events from here on follow a snapshot made from now on: if one is under way
+        # already (holding, not lagging before), they wait for the next.
+        if self._held is not None:
+            self._behind_next = deque()
+        self.hold()
         self._wake.set()
 
     def discard_output(self) -> None:
@@ -167,6 +182,8 @@ class Outbox:
         self._items = deque(item for item in self._items if isinstance(item, str))
         if self._held is not None:
             self._held = deque(item for item in self._held if isinstance(item, str))
+        if self._behind_next is not None:
+            self._behind_next = deque(item for item in self._behind_next if isinstance(item, str))
         self._size = self._text_size
 
     def pop(self) -> str | bytes | None:

@@ -1,0 +1,277 @@
+"""``ptyvisor serve`` as a user starts it: options checked at start, a warning beyond
+loopback, TLS, the Host check against DNS rebinding, and running out of descriptors.
+Real server processes and real sockets."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from websockets.asyncio.client import connect
+
+from ptyvisor.client import Client
+from ptyvisor.protocol import SERVER_MESSAGE, Hello
+
+from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, start_serve, wait_for
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
+    return {**base, "PTYVISOR_STATE_DIR": str(tmp_path / "state"), "PTYVISOR_TOKEN": TOKEN}
+
+
+@contextlib.contextmanager
+def serving(
+    tmp_path: Path, env: dict[str, str], *args: str, wrapper: tuple[str, ...] = ()
+) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    """A running ``serve`` (port 0): (process, ws URL, its stderr file); stopped after."""
+    stdout, stderr = tmp_path / "serve.out", tmp_path / "serve.err"
+    proc, _ = start_serve(
+        ["--port", "0", *args], env=env, stdout=stdout, stderr=stderr, wrapper=wrapper
+    )
+    url = stdout.read_text().split("serving on ", 1)[1].split()[0]
+    try:
+        yield proc, url, stderr
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# --------------------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--replay-bytes", "0"], "--replay-bytes must be between"),
+        (["--replay-bytes", "-5"], "--replay-bytes must be between"),
+        (["--client-buffer", "-1"], "--client-buffer must be between"),
+        (["--render-lag", "0"], "--render-lag must be between"),
+        (["--scrollback", "-1"], "--scrollback must be between"),
+        (["--port", "70000"], "--port must be between"),
+        (["--tls-cert", "/nonexistent"], "--tls-cert and --tls-key go together"),
+        (["--tls-cert", "/nonexistent", "--tls-key", "/nonexistent"], "no such file"),
+    ],
+)
+def test_bad_options_are_refused_at_start_in_one_line(
+    env: dict[str, str], args: list[str], says: str
+) -> None:
+    result = subprocess.run(
+        [PTYVISOR_BIN, "serve", "--port", "0", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], result.stderr
+
+
+def test_a_port_in_use_is_one_line(env: dict[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [PTYVISOR_BIN, "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_listening_beyond_loopback_warns(tmp_path: Path, env: dict[str, str]) -> None:
+    with serving(tmp_path, env, "--host", "0.0.0.0") as (_, _, stderr):
+        warning = stderr.read_text()
+    assert "warning: listening on 0.0.0.0" in warning
+    assert "token crosses the network in clear" in warning
+
+
+def make_certificate(directory: Path) -> tuple[Path, Path]:
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+def test_tls_serves_wss_and_https(tmp_path: Path, env: dict[str, str]) -> None:
+    cert, key = make_certificate(tmp_path)
+    trust = ssl.create_default_context(cafile=str(cert))
+    args = ("--host", "0.0.0.0", "--tls-cert", str(cert), "--tls-key", str(key))
+    with serving(tmp_path, env, *args) as (_, url, stderr):
+        assert url.startswith("wss://")
+        assert "token crosses the network" not in stderr.read_text()
+        port = url.rsplit(":", 1)[1].strip("/")
+        page = (tmp_path / "serve.out").read_text()
+        assert f"page: https://0.0.0.0:{port}/?token=" in page
+
+        async def hello() -> None:
+            async with connect(
+                f"wss://127.0.0.1:{port}/",
+                ssl=trust,
+                additional_headers={"Authorization": f"Bearer {TOKEN}"},
+                open_timeout=10,
+            ) as ws:
+                assert isinstance(SERVER_MESSAGE.validate_json(await ws.recv()), Hello)
+
+        anyio.run(hello)
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{port}/api/auth", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        with urllib.request.urlopen(request, context=trust, timeout=10) as response:
+            assert response.status == 204
+        # Plain HTTP on the TLS port gets nowhere.
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/auth", timeout=10)
+
+
+# --------------------------------------------------------------------------- Host
+
+
+def http_status(port: int, request: str) -> int:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request.encode())
+        head = sock.recv(4096).decode("latin-1")
+    return int(head.split(" ", 2)[1])
+
+
+def auth_request(host: str, origin: str | None = None, *, upgrade: bool = False) -> str:
+    lines = [
+        "GET /api/auth HTTP/1.1" if not upgrade else "GET /ws HTTP/1.1",
+        f"Host: {host}",
+        f"Authorization: Bearer {TOKEN}",
+    ]
+    if origin is not None:
+        lines.append(f"Origin: {origin}")
+    if upgrade:
+        lines += [
+            "Upgrade: websocket",
+            "Connection: Upgrade",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Version: 13",
+        ]
+    return "\r\n".join(lines) + "\r\n\r\n"
+
+
+@pytest.mark.anyio
+async def test_host_header_must_name_this_server(server: RunningServer) -> None:
+    port = server.config.port
+
+    async def status(request: str) -> int:
+        return await anyio.to_thread.run_sync(http_status, port, request)
+
+    assert await status(auth_request(f"127.0.0.1:{port}")) == 204
+    assert await status(auth_request(f"localhost:{port}")) == 204
+    assert await status(auth_request(f"[::1]:{port}")) == 204
+    # DNS rebinding: a page of evil.example whose name resolves to 127.0.0.1.
+    assert await status(auth_request("evil.example")) == 403
+    assert await status(auth_request(f"evil.example:{port}")) == 403
+    assert await status(auth_request("127.0.0.1.evil.example")) == 403
+    evil = f"http://evil.example:{port}"
+    assert await status(auth_request(f"evil.example:{port}", evil, upgrade=True)) == 403
+    assert await status(auth_request(f"127.0.0.1:{port}", upgrade=True)) == 101
+    # Names the user allows.
+    server.config.allowed_hosts.append("box.lan")
+    assert await status(auth_request(f"box.lan:{port}")) == 204
+    box = f"http://box.lan:{port}"
+    assert await status(auth_request(f"box.lan:{port}", box, upgrade=True)) == 101
+
+
+# --------------------------------------------------------------------------- descriptors
+
+LIMIT = 256
+
+
+def test_running_out_of_descriptors_sheds_instead_of_dying(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Idle TCP connections (no token needed) use up the descriptors; a hook then
+    connecting to the control socket used to kill the server. It must shed, log once
+    per episode, and serve again once descriptors are free."""
+    wrapper = ("prlimit", f"--nofile={LIMIT}:{LIMIT}")
+    with serving(tmp_path, env, wrapper=wrapper) as (proc, url, stderr):
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        control = wait_for(
+            lambda: next(Path(env["PTYVISOR_STATE_DIR"]).glob("control/*.sock"), None),
+            "the control socket",
+        )
+        idle: list[socket.socket] = []
+        try:
+            for _ in range(LIMIT + 50):
+                sock = socket.socket()
+                sock.settimeout(5)
+                sock.connect(("127.0.0.1", port))
+                idle.append(sock)
+            for _ in range(20):
+                hook = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                hook.settimeout(5)
+                with contextlib.suppress(OSError), hook:
+                    hook.connect(str(control))
+                    hook.sendall(b'{"op": "take_message"}\n')
+                    hook.recv(10)  # shed, refused or timed out: never a dead server
+            time.sleep(2.5)  # asyncio retries accepting after a second
+            assert proc.poll() is None, stderr.read_text()[-2000:]
+        finally:
+            for sock in idle:
+                sock.close()
+
+        async def lists() -> None:
+            async with Client.connect(url, TOKEN) as client:
+                await client.list()
+
+        wait_for(lambda: _succeeds(lambda: anyio.run(lists)), "serving again", timeout=30)
+        log = stderr.read_text()
+    assert "Traceback" not in log, log[-3000:]
+    episodes = log.count("out of file descriptors")
+    assert 1 <= episodes <= 6, log[-3000:]
+
+
+def _succeeds(call: Callable[[], object]) -> bool:
+    try:
+        call()
+    except Exception:
+        return False
+    return True
