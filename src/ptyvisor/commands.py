@@ -223,10 +223,10 @@ def _unwrap(error: BaseException) -> BaseException:
 
 NUMERIC_OPTIONS: dict[str, tuple[str, int, int]] = {
     "port": ("--port", 0, 65535),
-    "replay_bytes": ("--replay-bytes", 64 * 1024, 1 << 34),
-    "render_lag": ("--render-lag", 4 * 1024, 1 << 34),
+    "replay_bytes": ("--replay-bytes", 4096, 1 << 34),
+    "render_lag": ("--render-lag", 4096, 1 << 34),
     "scrollback": ("--scrollback", 0, 1_000_000),
-    "client_buffer": ("--client-buffer", 64 * 1024, 1 << 34),
+    "client_buffer": ("--client-buffer", 16 * 1024, 1 << 34),
 }
 """serve's numeric options: (flag, least, most)."""
 

@@ -121,10 +121,13 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         )
         assert interrupted.activity.phase is ActivityPhase.WAITING
         assert interrupted.activity.reason == "interrupted"
-        # OpenCode itself needs a second Esc to abort the turn; its plugin then reports
-        # the aborted turn as waiting / interrupted too, never as working again.
-        await run.type(ESC)
-        await run.wait_screen(lambda s: "interrupted" in s.lower(), wait=15)
+        # OpenCode itself needs a second Esc within 5 s to abort the turn; its plugin
+        # then reports the aborted turn as waiting / interrupted too, never as working
+        # again. OpenCode ignores an Esc while its prompt is not focused yet (just after
+        # the approval dialog closed), so each Esc is sent once OpenCode shows it took
+        # the one before.
+        await _press_until(run, ESC, lambda s: "again to interrupt" in s, pressed=True)
+        await _press_until(run, ESC, lambda s: "interrupted" in s.lower())
         assert await _settled(run) is ActivityPhase.WAITING
 
         # 5. An error reply fails the turn with the provider's reason.
@@ -192,3 +195,20 @@ async def _settled(run: AgentRun, quiet: float = 1.0, wait: float = 10) -> Activ
             await anyio.sleep(quiet)
             if len(run.changes) == count:
                 return run.changes[-1].activity.phase
+
+
+async def _press_until(
+    run: AgentRun, key: str, shown: Callable[[str], bool], *, pressed: bool = False
+) -> None:
+    """Press ``key`` until the screen satisfies ``shown`` (a key the TUI was not ready
+    for is pressed again); ``pressed``: it was just pressed once already. Fails after
+    five tries."""
+    for attempt in range(5):
+        if attempt or not pressed:
+            await run.type(key)
+        try:
+            await run.wait_screen(shown, wait=3)
+            return
+        except AssertionError:
+            continue
+    await run.wait_screen(shown, wait=1)

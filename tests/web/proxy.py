@@ -27,6 +27,8 @@ class TcpProxy:
         self._sockets: set[socket.socket] = set()
         self._refusing = False
         self._closed = False
+        self.attempts = 0
+        """Connections accepted so far, refused ones included."""
         self._flowing = threading.Event()
         self._flowing.set()
         self._threads: list[threading.Thread] = []
@@ -75,6 +77,7 @@ class TcpProxy:
                 continue
             except OSError:
                 return
+            self.attempts += 1
             if self._refusing or self._closed:
                 _shut(client)
                 continue

@@ -84,8 +84,13 @@ def test_terminal_resumes_with_every_line_once(
     screenshot(page, "disconnected")
     # The program keeps printing meanwhile; the page catches up from where it was.
     before = last_number(page)
-    proxy.refuse(False)
+    # Retry tries at once (still refused here: the banner stays) ...
+    tried = proxy.attempts
     page.locator("#banner-retry").click()
+    wait_for(lambda: proxy.attempts > tried, "the retry's connection attempt", timeout=5)
+    expect(banner).to_be_visible()
+    # ... and once the network is back, the page gets back by itself.
+    proxy.refuse(False)
     expect(banner).to_be_hidden()
     wait_for_terminal(page, rf"^line {before + 300}$")
     assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "exact"

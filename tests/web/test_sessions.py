@@ -208,6 +208,12 @@ def test_tabs_of_different_sizes_share_a_session(server: Server, browser: Browse
     login(wide, server)
     login(narrow, server)
     spawn_from_form(wide, "bash --norc --noprofile", name="sized")
+    # The tab fits its terminal to its pane after the spawn; typing there sends that
+    # size first, so the program reports the tab's own size.
+    wide.locator("#terminal-host").click()
+    wide.keyboard.type("echo first $(stty size)")
+    wide.keyboard.press("Enter")
+    wait_for_terminal(wide, r"^first \d+ \d+$")
     wide_size = server.sessions()[0]["size"]
     # Opening it in the smaller tab resizes the program to that tab's pane …
     session_entry(narrow, "sized").click()
@@ -222,9 +228,9 @@ def test_tabs_of_different_sizes_share_a_session(server: Server, browser: Browse
         f"{narrow_size['cols']}\N{MULTIPLICATION SIGN}{narrow_size['rows']}"
     )
     wide.locator("#terminal-host").click()
-    wide.keyboard.type("stty size")
+    wide.keyboard.type("echo again $(stty size)")
     wide.keyboard.press("Enter")
-    wait_for_terminal(wide, f"^{wide_size['rows']} {wide_size['cols']}$")
+    wait_for_terminal(wide, f"^again {wide_size['rows']} {wide_size['cols']}$")
     expect(narrow.locator("#session-extra")).to_contain_text(
         f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
     )
