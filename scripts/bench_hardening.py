@@ -111,28 +111,18 @@ async def run(url: str, server_pid: int, sessions: int, flood_seconds: float) ->
         sent = 0
 
         async def flood() -> None:
+            # In a process of its own: in this one, its sends would starve the echo.
             nonlocal peak, sent
-            ws = await connect(
-                url,
-                additional_headers={"Authorization": f"Bearer {TOKEN}"},
-                max_queue=1,
-                write_limit=1,
+            flooder = await anyio.open_process(
+                [sys.executable, __file__, "--flood", url, "--flood-seconds", str(flood_seconds)]
             )
-            deadline = time.monotonic() + flood_seconds
-
-            async def watch_rss() -> None:
-                nonlocal peak
-                while time.monotonic() < deadline:
+            async with flooder:
+                while flooder.returncode is None:
                     peak = max(peak, rss_mib(server_pid))
-                    await anyio.sleep(0.25)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_rss)
-                with anyio.move_on_after(flood_seconds):
-                    while True:
-                        await ws.send('{"type": "list"}')
-                        sent += 1
-            ws.transport.abort()
+                    with anyio.move_on_after(0.25):
+                        await flooder.wait()
+                assert flooder.stdout is not None
+                sent = int((await flooder.stdout.receive()).decode().strip() or 0)
 
         await timed(f"during a {flood_seconds:.0f} s list flood", flood)
         print(
@@ -157,11 +147,29 @@ async def run(url: str, server_pid: int, sessions: int, flood_seconds: float) ->
         print(f"closing {sessions} sessions took {took:.2f} s", flush=True)
 
 
+async def flood_never_reading(url: str, seconds: float) -> int:
+    """Send ``list`` requests for ``seconds`` without ever reading a reply."""
+    ws = await connect(
+        url, additional_headers={"Authorization": f"Bearer {TOKEN}"}, max_queue=1, write_limit=1
+    )
+    sent = 0
+    with anyio.move_on_after(seconds):
+        while True:
+            await ws.send('{"type": "list"}')
+            sent += 1
+    ws.transport.abort()
+    return sent
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--flood-seconds", type=float, default=20)
+    parser.add_argument("--flood", metavar="URL", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.flood:
+        print(anyio.run(flood_never_reading, options.flood, options.flood_seconds), flush=True)
+        return 0
     with tempfile.TemporaryDirectory() as state:
         env = {**os.environ, "PTYVISOR_STATE_DIR": state, "PTYVISOR_TOKEN": TOKEN}
         serve = subprocess.Popen(
