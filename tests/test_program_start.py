@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ptyvisor.client import Client
-from ptyvisor.descriptors import original_nofile_limit
+from ptyvisor.spawn import ORIGINAL_NOFILE
 
 from .conftest import output_until
 
@@ -78,7 +78,7 @@ async def test_the_environment_is_the_documented_one(
 async def test_programs_get_the_descriptor_limit_the_server_started_with(
     client: Client,
 ) -> None:
-    original_soft = original_nofile_limit()[0]
+    original_soft = ORIGINAL_NOFILE[0]
     session = await client.spawn(["sh", "-c", "echo limit=$(ulimit -n)."])
     await client.attach(session.id, since=0)
     output = await output_until(client, b".\r\n")

@@ -109,7 +109,7 @@ async def test_a_lagging_client_gets_its_snapshot_before_the_exit(
     server: RunningServer, server_config: ServerConfig, client: Client, tmp_path: Path
 ) -> None:
     server_config.client_buffer = 64 * 1024
-    flood = "head -c 4000000 /dev/zero | tr '\\0' x; printf '\\r\\nTHE END\\r\\n'; read x"
+    flood = "read go; head -c 4000000 /dev/zero | tr '\\0' x; printf '\\r\\nTHE END\\r\\n'; read x"
     session = await client.spawn(["sh", "-c", flood], cols=80, rows=10)
     # A client that stops reading (max_queue=1): its queue overflows, it lags.
     slow = await connect(
@@ -119,11 +119,14 @@ async def test_a_lagging_client_gets_its_snapshot_before_the_exit(
         open_timeout=10,
     )
     await slow.send(json.dumps({"type": "attach", "session": session.id, "since": 0}))
+    kinds: list[str] = []
+    while "attached" not in kinds:
+        kinds.append(SERVER_MESSAGE.validate_json(await slow.recv()).type)
     await client.attach(session.id)
+    await client.input(session.id, "\n")  # both attached: the flood may start
     await output_until(client, b"THE END", wait=60)
     await client.input(session.id, "\n")
     await until(client, lambda e: isinstance(e, ProcessChanged) and e.process.state == "exited")
-    kinds: list[str] = []
     screen: HeadlessTerminal | None = None  # the last lagging snapshot, and output since
     with anyio.fail_after(60):
         while "process" not in kinds:

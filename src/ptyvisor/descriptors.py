@@ -5,7 +5,7 @@ descriptors, and ``accept`` fails with ``EMFILE`` once they run out. So:
 
 - At start the server raises its soft ``RLIMIT_NOFILE`` to the hard limit
   (`raise_nofile_limit`); the programs it starts get the original limit back
-  (`original_nofile_limit`, applied in `child`), as a login shell would give them.
+  (``spawn.ORIGINAL_NOFILE``), as a login shell would give them.
 - An accept loop that runs out of descriptors neither dies nor spins: it sheds the
   waiting connection (a spare descriptor, `Reserve`, is given up for a moment to
   accept and close it, so the peer learns at once instead of hanging in the
@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import anyio
-
 log = logging.getLogger(__name__)
 
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -39,24 +37,15 @@ RETRY_QUIET_SECONDS = 1.5
 ASYNCIO_ACCEPT_MESSAGE = "socket.accept() out of system resource"
 """What asyncio's accept loop reports before it pauses for a second (and retries)."""
 
-_original_nofile: list[tuple[int, int]] = []
-"""The limit before `raise_nofile_limit` first ran (a list: set once, never rebound)."""
-
 
 def raise_nofile_limit() -> tuple[int, int]:
-    """Raise the soft descriptor limit to the hard one; returns (before, after) soft."""
+    """Raise the soft descriptor limit to the hard one; returns (before, after) soft.
+    Programs still get the limit this process started with (spawn.ORIGINAL_NOFILE)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if not _original_nofile:
-        _original_nofile.append((soft, hard))
     if hard != resource.RLIM_INFINITY and soft < hard:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def original_nofile_limit() -> tuple[int, int]:
-    """The limit the server started with: what its programs get."""
-    return _original_nofile[0] if _original_nofile else resource.getrlimit(resource.RLIMIT_NOFILE)
 
 
 class Reserve:
@@ -125,6 +114,8 @@ async def accept_forever(
 ) -> None:
     """Accept on the non-blocking ``listener`` until cancelled, handing each connection
     (non-blocking) to ``handle``; survives running out of descriptors (see above)."""
+    import anyio  # here: the rest of this module is stdlib only, for the keeper
+
     reserve = Reserve()
     exhaustion = Exhaustion(what)
     backoff = MIN_BACKOFF_SECONDS

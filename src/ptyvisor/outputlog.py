@@ -16,6 +16,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 
+from ptyvisor.ring import Ring
+
 DEFAULT_CAPACITY = 2 * 1024 * 1024
 SMALL_READ = 2048
 """Reads below this are gathered into the tail, so a chatty TUI does not make 2 MiB
@@ -25,7 +27,17 @@ of one-byte chunks."""
 class OutputLog:
     """A byte ring addressed by absolute sequence numbers. Not thread-safe."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self,
+        capacity: int = DEFAULT_CAPACITY,
+        *,
+        mirror: Ring | None = None,
+        start_seq: int = 0,
+        held: bytes = b"",
+    ) -> None:
+        """``mirror``: shared memory every appended byte is copied to, so that a server
+        started after a crash finds it (see ring.py). ``start_seq``/``held``: resume a
+        log whose bytes [start_seq, start_seq + len(held)) survived (from a ring)."""
         if capacity <= 0:
             raise ValueError("capacity must be positive")
         self._capacity = capacity
@@ -33,8 +45,11 @@ class OutputLog:
         self._chunks: deque[bytes] = deque()
         self._starts: deque[int] = deque()  # seq of each chunk's first byte
         self._tail = bytearray()
-        self._tail_start = 0
+        self._tail_start = start_seq + max(len(held) - capacity, 0)
         self._sealed_bytes = 0
+        if held:
+            self._push(held[-capacity:])
+        self._mirror = mirror
 
     @property
     def capacity(self) -> int:
@@ -53,6 +68,8 @@ class OutputLog:
     def append(self, data: bytes) -> int:
         """Add output; returns the seq of its first byte."""
         first = self.end_seq
+        if self._mirror is not None:
+            self._mirror.append(data)
         if len(data) < self._small:
             self._tail += data
             if len(self._tail) >= self._small:

@@ -29,10 +29,11 @@ from websockets.typing import Subprotocol
 
 from ptyvisor import __version__, access, descriptors, jsontext
 from ptyvisor.agents import AGENTS
-from ptyvisor.child import SIGNALS, SpawnError
+from ptyvisor.child import SIGNALS
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import BadAnswer, ControlServer, Gone, control_path
 from ptyvisor.outbox import Outbox
+from ptyvisor.owner import LocalOwner
 from ptyvisor.protocol import (
     CLIENT_MESSAGE,
     CLIENT_MESSAGE_TYPES,
@@ -65,6 +66,7 @@ from ptyvisor.protocol import (
     WatchSessions,
 )
 from ptyvisor.session import MAX_MESSAGE, Session
+from ptyvisor.spawn import SpawnError
 from ptyvisor.supervisor import Supervisor, UnknownSession
 from ptyvisor.webpage import WebPage
 
@@ -251,7 +253,7 @@ class Connection:
             case Spawn():
                 cwd = os.path.expanduser(request.working_directory or os.getcwd())  # noqa: ASYNC240
                 try:
-                    session = supervisor.spawn(
+                    session = await supervisor.spawn(
                         request.command_argv,
                         cwd=cwd,
                         env=request.env,
@@ -429,7 +431,7 @@ async def run_server(
 
 async def _serve(config: ServerConfig, task_status: anyio.abc.TaskStatus[Server]) -> None:
     async with anyio.create_task_group() as tg:
-        supervisor = Supervisor(config, tg)
+        supervisor = Supervisor(config, tg, LocalOwner(tg))
 
         page = WebPage()
 

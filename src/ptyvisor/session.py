@@ -14,6 +14,7 @@ beside it, and each client's sender drains its own outbox.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import secrets
@@ -21,8 +22,8 @@ import select
 import signal as signals
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
-from typing import Protocol
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
 import anyio
 from pydantic import ValidationError
@@ -36,9 +37,9 @@ from ptyvisor.activity import (
     InteractionCleared,
 )
 from ptyvisor.agents import REPORTS_STARTUP
-from ptyvisor.child import Child, program_environment
+from ptyvisor.child import Child
 from ptyvisor.control import nonce_matches
-from ptyvisor.frames import Rejected, RejectReason, decode_frame, new_nonce
+from ptyvisor.frames import Rejected, RejectReason, decode_frame
 from ptyvisor.jsontext import display, is_text, raw_bytes
 from ptyvisor.outbox import Outbox
 from ptyvisor.outputlog import OutputLog
@@ -59,6 +60,7 @@ from ptyvisor.protocol import (
     TermSize,
 )
 from ptyvisor.renderer import DEFAULT_LAG_LIMIT, QUIET_SECONDS, Renderer
+from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 
 log = logging.getLogger(__name__)
@@ -104,54 +106,100 @@ class SessionConfig(Protocol):
     control_path: str
 
 
+@dataclass(frozen=True)
+class Identity:
+    """What a session is, from its spawn on. The owner keeps it (as JSON) so that a
+    server started after a restart can adopt the running program; the records keep
+    it, *without the nonce*, after the session is gone."""
+
+    id: str
+    name: str
+    argv: list[str]
+    command: list[str]
+    """What was asked for, for display: an agent without its extension flags."""
+    cwd: str
+    agent: str | None
+    created_at: int
+    nonce: str
+
+    def to_json(self) -> dict[str, object]:
+        # Names may hold undecodable bytes (surrogateescape): kept as their bytes.
+        return {
+            "id": self.id,
+            "name": _b64(self.name),
+            "argv": [_b64(arg) for arg in self.argv],
+            "command": [_b64(arg) for arg in self.command],
+            "cwd": _b64(self.cwd),
+            "agent": self.agent,
+            "created_at": self.created_at,
+            "nonce": self.nonce,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Identity:
+        return cls(
+            id=str(data["id"]),
+            name=_unb64(data["name"]),
+            argv=[_unb64(arg) for arg in data["argv"]],
+            command=[_unb64(arg) for arg in data["command"]],
+            cwd=_unb64(data["cwd"]),
+            agent=data.get("agent"),
+            created_at=int(data["created_at"]),
+            nonce=str(data["nonce"]),
+        )
+
+
+def _b64(name: str) -> str:
+    return base64.b64encode(os.fsencode(name)).decode("ascii")
+
+
+def _unb64(data: str) -> str:
+    return os.fsdecode(base64.b64decode(data))
+
+
 class Session:
     """Owns the child process and everything derived from its output."""
 
     def __init__(
         self,
+        identity: Identity,
+        child: Child,
         *,
-        session_id: str,
-        name: str,
-        argv: Sequence[str],
-        cwd: str,
-        env: Mapping[str, str],
         cols: int,
-        command: Sequence[str] | None = None,
         rows: int,
         config: SessionConfig,
         on_change: Callable[[], None],
-        agent: str | None = None,
+        ring: Ring | None = None,
         on_frame: Callable[[str, FramePayload], bool] | None = None,
         holds: Callable[[str, str], bool] | None = None,
         processes: ProcessTable | None = None,
+        stop_program_on_exit: bool = True,
     ) -> None:
-        self.id = session_id
-        self.agent = agent
-        self.name = name
-        self.argv = list(argv)
-        self.command = list(argv if command is None else command)
-        self.cwd = cwd
-        self._raw_names = raw_names(self.argv, self.command, cwd)
-        self.created_at = now_ms()
-        self._nonce = new_nonce()
+        """``ring``: shared memory to mirror output into, and to resume from when it
+        already holds some (a program adopted after a server restart)."""
+        self.identity = identity
+        self.id = identity.id
+        self.agent = identity.agent
+        self.name = identity.name
+        self.argv = list(identity.argv)
+        self.command = list(identity.command)
+        self.cwd = identity.cwd
+        self._raw_names = raw_names(self.argv, self.command, self.cwd)
+        self.created_at = identity.created_at
+        self._nonce = identity.nonce
         self._on_change = on_change
         self._on_frame = on_frame
         self._holds = holds
         """Whether a hook waits on the control socket for (session, interaction id)."""
         self._answerable_shown = False
         self._processes = processes or ProcessTable()
+        self._stop_program_on_exit = stop_program_on_exit
         self.size = TermSize(cols=cols, rows=rows)
-        child_env = program_environment(os.environ, env)
-        child_env.update(
-            PTYVISOR_SESSION=self.id, PTYVISOR_NONCE=self._nonce, PTYVISOR_URL=config.url
-        )
-        if config.control_path:
-            child_env["PTYVISOR_CONTROL"] = config.control_path
-        # Raises SpawnError before anything else exists: no half-made session.
-        self.child = Child.spawn(self.argv, cwd=cwd, env=child_env, cols=cols, rows=rows)
+        self.child = child
         self.process = ProcessState(state="running", pid=self.child.pid)
-        self.tracker = ActivityTracker(self.created_at, agent=agent)
-        self.log = OutputLog(config.replay_bytes)
+        self.tracker = ActivityTracker(self.created_at, agent=self.agent)
+        start_seq, held = ring.contents() if ring is not None else (0, b"")
+        self.log = OutputLog(config.replay_bytes, mirror=ring, start_seq=start_seq, held=held)
         self._scanner = FrameScanner()
         self.renderer = Renderer(
             self.log,
@@ -197,9 +245,11 @@ class Session:
                         tg.start_soon(self._ready_when_quiet)
         finally:
             # Shielded: a server being stopped cancels from outside, and this is
-            # exactly when every program must still be stopped and reaped.
+            # exactly when every program must still be stopped and reaped — unless a
+            # keeper owns it, which keeps it running for the next server.
             with anyio.CancelScope(shield=True):
-                await self.terminate()
+                if self.closed or self._stop_program_on_exit or self.exited.is_set():
+                    await self.terminate()
                 self.child.close_fd()
             self.finished.set()
 
@@ -392,17 +442,7 @@ class Session:
     # ------------------------------------------------------------------ exit
 
     async def _watch_exit(self) -> None:
-        try:
-            pidfd = os.pidfd_open(self.child.pid)
-        except (AttributeError, OSError):
-            pidfd = -1
-        if pidfd >= 0:
-            try:
-                await anyio.wait_readable(pidfd)
-            finally:
-                os.close(pidfd)
-        while not self.child.poll():  # noqa: ASYNC110 - no pidfd (old kernel): poll
-            await anyio.sleep(0.05)
+        await self.child.exit.event.wait()  # its owner reaped it
         with anyio.move_on_after(EXIT_DRAIN_SECONDS):
             await self._reader_done.wait()
         self._exited()

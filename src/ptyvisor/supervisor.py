@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,13 +11,17 @@ from pathlib import Path
 from anyio.abc import TaskGroup
 
 from ptyvisor.agents import AgentName, launch
-from ptyvisor.child import SpawnError
+from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import PendingRequests
+from ptyvisor.frames import new_nonce
 from ptyvisor.outbox import Outbox
+from ptyvisor.owner import Owner, ProgramSpec
 from ptyvisor.proctable import ProcessTable
 from ptyvisor.protocol import SessionClosed, SessionSummary
-from ptyvisor.session import Session, new_session_id
+from ptyvisor.ring import Ring
+from ptyvisor.session import Identity, Session, new_session_id, now_ms
+from ptyvisor.spawn import SpawnError, program_environment
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +33,10 @@ class UnknownSession(KeyError):
 class Supervisor:
     """Owns every session's tasks; sessions outlive the clients that started them."""
 
-    def __init__(self, config: ServerConfig, task_group: TaskGroup) -> None:
+    def __init__(self, config: ServerConfig, task_group: TaskGroup, owner: Owner) -> None:
         self.config = config
         self._tg = task_group
+        self.owner = owner
         self._sessions: dict[str, Session] = {}
         self._watchers: set[Outbox] = set()
         self._processes = ProcessTable()
@@ -38,7 +44,7 @@ class Supervisor:
         self.requests = PendingRequests(on_change=self._requests_changed)
         """Hooks waiting on the control socket for a client's answer."""
 
-    def spawn(
+    async def spawn(
         self,
         argv: Sequence[str],
         *,
@@ -63,29 +69,65 @@ class Supervisor:
             argv, extra_env = started.argv, started.env
         if not argv:
             raise SpawnError("empty command")
+        identity = Identity(
+            id=session_id,
+            name=name or agent or argv[0].rsplit("/", 1)[-1],
+            argv=list(argv),
+            command=command,
+            cwd=cwd,
+            agent=agent,
+            created_at=now_ms(),
+            nonce=new_nonce(),
+        )
+        spec = ProgramSpec(
+            session_id=session_id,
+            argv=identity.argv,
+            env=self._environment(identity, {**env, **extra_env}),
+            cwd=cwd,
+            cols=cols,
+            rows=rows,
+            ring_capacity=self.config.replay_bytes,
+            identity=identity.to_json(),
+        )
         try:
-            session = Session(
-                session_id=session_id,
-                name=name or agent or argv[0].rsplit("/", 1)[-1],
-                agent=agent,
-                argv=argv,
-                command=command,
-                cwd=cwd,
-                env={**env, **extra_env},
-                cols=cols,
-                rows=rows,
-                config=self.config,
-                on_change=self.changed,
-                on_frame=self.requests.frame_applied,
-                holds=self.requests.holds,
-                processes=self._processes,
-            )
+            child, ring = await self.owner.start(spec)
         except SpawnError:
             shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
             raise
-        self._sessions[session_id] = session
-        self._tg.start_soon(self._run, session, name=f"session {session_id}")
-        log.info("session %s started: %s (pid %d)", session_id, session.name, session.child.pid)
+        session = self._add(identity, child, ring, cols=cols, rows=rows)
+        log.info("session %s started: %s (pid %d)", session_id, session.name, child.pid)
+        return session
+
+    def _environment(self, identity: Identity, requested: Mapping[str, str]) -> dict[str, str]:
+        """The program's environment (see the README's *Environment of a program*)."""
+        env = program_environment(os.environ, requested)
+        env.update(
+            PTYVISOR_SESSION=identity.id,
+            PTYVISOR_NONCE=identity.nonce,
+            PTYVISOR_URL=self.config.url,
+        )
+        if self.config.control_path:
+            env["PTYVISOR_CONTROL"] = self.config.control_path
+        return env
+
+    def _add(
+        self, identity: Identity, child: Child, ring: Ring | None, *, cols: int, rows: int
+    ) -> Session:
+        session = Session(
+            identity,
+            child,
+            ring=ring,
+            cols=cols,
+            rows=rows,
+            config=self.config,
+            on_change=self.changed,
+            on_frame=self.requests.frame_applied,
+            holds=self.requests.holds,
+            processes=self._processes,
+            stop_program_on_exit=self.owner.stops_programs_on_exit,
+        )
+        self._sessions[identity.id] = session
+        self._tg.start_soon(self._run, session, name=f"session {identity.id}")
         self.changed()
         return session
 
@@ -106,7 +148,10 @@ class Supervisor:
     def _forget(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
-        shutil.rmtree(self.session_dir(session.id), ignore_errors=True)
+        if session.closed or session.exited.is_set() or self.owner.stops_programs_on_exit:
+            # Gone for good (not merely left running for the next server).
+            self.owner.forget(session.id)
+            shutil.rmtree(self.session_dir(session.id), ignore_errors=True)
         closed = SessionClosed(session=session.id).model_dump_json()
         for subscriber in session.detach_all():
             subscriber.outbox.put_text(closed)
