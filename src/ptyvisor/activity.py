@@ -32,8 +32,9 @@ Rules (each one pinned by a test):
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -151,6 +152,33 @@ class ActivityTracker:
     @property
     def activity(self) -> Activity:
         return self._activity
+
+    def export(self) -> dict[str, Any]:
+        """Everything, as JSON, for the next server at a planned restart (`restore`)."""
+        return {
+            "activity": self._activity.model_dump(mode="json"),
+            "pending": None if self._pending is None else self._pending.model_dump(mode="json"),
+            "pending_subagent": self._pending_subagent,
+            "cleared": list(self._cleared.items()),
+            "last_at": self._last_at,
+            "final": self._final,
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take over what `export` gave (from the previous server)."""
+        self._activity = Activity.model_validate(state["activity"])
+        pending = state.get("pending")
+        self._pending = None if pending is None else Interaction.model_validate(pending)
+        self._pending_subagent = state.get("pending_subagent")
+        self._cleared = OrderedDict((str(k), int(v)) for k, v in state.get("cleared", ()))
+        self._last_at = int(state.get("last_at", 0))
+        self._final = bool(state.get("final", False))
+
+    def resume(self, activity: Activity) -> None:
+        """After a crash of the server: the last activity the records know (see
+        records.py), until the next frame says more. Nothing is pending: what was
+        asked then was asked of the server that died (its hook has failed open)."""
+        self._activity = activity
 
     @property
     def pending(self) -> Interaction | None:

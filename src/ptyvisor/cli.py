@@ -1,7 +1,8 @@
 """The ``ptyvisor`` command line.
 
 ``emit`` is dispatched before anything else is imported: agent hooks call it on every
-tool use, so it must start in a few tens of milliseconds (stdlib only).
+tool use, so it must start in a few tens of milliseconds (stdlib only). So is
+``serve``: it runs the keeper (keeper.py), which stays small.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ def main(argv: list[str] | None = None) -> int:
         from ptyvisor.emit import main as emit_main
 
         return emit_main(args[1:])
+    if args[:1] == ["serve"]:
+        # The keeper: it must stay small (stdlib only), so nothing else is imported.
+        from ptyvisor.keeper import main as serve_main
+
+        return serve_main(args[1:])
     from ptyvisor.commands import run_command
 
     return run_command(args)

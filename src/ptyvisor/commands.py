@@ -3,37 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
-import logging
 import os
-import signal
-import ssl
 import sys
 import time
-from pathlib import Path
 
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from ptyvisor import __version__
+from ptyvisor import __version__, serve_options
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, Disconnected, ServerError
 from ptyvisor.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
-    ServerConfig,
-    default_state_dir,
-    ensure_state_dir,
-    load_or_create_token,
-    load_settings,
     read_token,
-    save_settings,
 )
-from ptyvisor.outbox import DEFAULT_LIMIT as DEFAULT_CLIENT_BUFFER
-from ptyvisor.outputlog import DEFAULT_CAPACITY
 from ptyvisor.protocol import SessionSummary, wire_schema
-from ptyvisor.renderer import DEFAULT_LAG_LIMIT
 
 PHASE_LABELS = {
     "unavailable": "Live",
@@ -53,57 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ptyvisor {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the server")
-    serve.add_argument("--host", default=DEFAULT_HOST, help="bind address (default: loopback)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
-    serve.add_argument("--state-dir", type=Path, default=None)
-    serve.add_argument("--token", default=None, help="access token (default: stored one)")
-    serve.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="browser Origin allowed besides the server's own (repeatable; '*' for any)",
-    )
-    serve.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="Host name a browser may use besides loopback and the address it connects to "
-        "(repeatable; a DNS-rebinding defence)",
-    )
-    serve.add_argument(
-        "--tls-cert", type=Path, default=None, help="serve TLS with this PEM certificate"
-    )
-    serve.add_argument("--tls-key", type=Path, default=None, help="its private key (PEM)")
-    serve.add_argument(
-        "--replay-bytes",
-        type=int,
-        default=DEFAULT_CAPACITY,
-        help=f"output kept per session for exact replay (default {DEFAULT_CAPACITY})",
-    )
-    serve.add_argument(
-        "--render-lag",
-        type=int,
-        default=DEFAULT_LAG_LIMIT,
-        help=f"bytes the headless terminal may fall behind (default {DEFAULT_LAG_LIMIT})",
-    )
-    serve.add_argument("--scrollback", type=int, default=1000, help="lines kept (default 1000)")
-    serve.add_argument(
-        "--client-buffer",
-        type=int,
-        default=DEFAULT_CLIENT_BUFFER,
-        help="bytes queued per client before it is dropped back to a snapshot "
-        f"(default {DEFAULT_CLIENT_BUFFER})",
-    )
-    serve.add_argument(
-        "--codex-remote-answers",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="let clients answer Codex's approvals (persisted in <state-dir>/settings.json)",
-    )
-    serve.add_argument("-v", "--verbose", action="store_true")
+    serve = sub.add_parser("serve", help="run the server (see ptyvisor serve --help)")
+    serve_options.add_arguments(serve)
 
     def client_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--url", default=None, help="server URL (default: $PTYVISOR_URL or local)")
@@ -180,8 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
 def run_command(args: list[str]) -> int:
     options = build_parser().parse_args(args)
     command: str = options.command
-    if command == "serve":
-        return serve(options)
+    if command == "serve":  # normally dispatched before this module is imported (cli.py)
+        from ptyvisor.keeper import main as serve_main
+
+        return serve_main(args[1:])
     if command == "schema":
         print(json.dumps(wire_schema(), indent=2))
         return 0
@@ -219,131 +158,6 @@ def _unwrap(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         error = error.exceptions[0]
     return error
-
-
-NUMERIC_OPTIONS: dict[str, tuple[str, int, int]] = {
-    "port": ("--port", 0, 65535),
-    "replay_bytes": ("--replay-bytes", 4096, 1 << 34),
-    "render_lag": ("--render-lag", 4096, 1 << 34),
-    "scrollback": ("--scrollback", 0, 1_000_000),
-    "client_buffer": ("--client-buffer", 16 * 1024, 1 << 34),
-}
-"""serve's numeric options: (flag, least, most)."""
-
-
-def check_serve_options(options: argparse.Namespace) -> str | None:
-    """What is wrong with serve's options, in one line; None if nothing is."""
-    for attribute, (flag, least, most) in NUMERIC_OPTIONS.items():
-        value = getattr(options, attribute)
-        if not least <= value <= most:
-            return f"{flag} must be between {least} and {most}, not {value}"
-    if (options.tls_cert is None) != (options.tls_key is None):
-        return "--tls-cert and --tls-key go together"
-    for path in (options.tls_cert, options.tls_key):
-        if path is not None and not path.is_file():
-            return f"no such file: {path}"
-    return None
-
-
-def _tls_context(cert: Path, key: Path) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert, key)
-    return context
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower() == "localhost"
-
-
-def serve(options: argparse.Namespace) -> int:
-    problem = check_serve_options(options)
-    tls: ssl.SSLContext | None = None
-    if problem is None and options.tls_cert is not None:
-        try:
-            tls = _tls_context(options.tls_cert, options.tls_key)
-        except (OSError, ssl.SSLError) as error:
-            problem = f"cannot use the TLS certificate and key: {error}"
-    if problem is not None:
-        print(f"ptyvisor serve: {problem}", file=sys.stderr)
-        return 2
-    if not _is_loopback(options.host):
-        print(
-            f"ptyvisor serve: warning: listening on {options.host}, beyond this machine"
-            + (
-                ""
-                if tls is not None
-                else ": without --tls-cert/--tls-key the token crosses the network in clear"
-            ),
-            file=sys.stderr,
-            flush=True,
-        )
-    logging.basicConfig(
-        level=logging.DEBUG if options.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # websockets logs every refused handshake at INFO with its path, which may hold a token.
-    logging.getLogger("websockets").setLevel(logging.WARNING)
-    state_dir = ensure_state_dir(options.state_dir or default_state_dir())
-    explicit_token = options.token or os.environ.get("PTYVISOR_TOKEN")
-    token = explicit_token or load_or_create_token(state_dir)
-    settings = load_settings(state_dir)
-    if options.codex_remote_answers is not None:
-        settings.codex_remote_answers = options.codex_remote_answers
-        save_settings(state_dir, settings)
-    config = ServerConfig(
-        settings=settings,
-        token=token,
-        host=options.host,
-        port=options.port,
-        state_dir=state_dir,
-        allowed_origins=options.allow_origin,
-        allowed_hosts=options.allow_host,
-        tls=tls,
-        replay_bytes=options.replay_bytes,
-        render_lag_limit=options.render_lag,
-        scrollback=options.scrollback,
-        client_buffer=options.client_buffer,
-    )
-    from ptyvisor.server import run_server
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            server = await tg.start(run_server, config)
-            del server
-            # Catch the signals before announcing the URL: whoever reads it may stop us at once.
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                print(f"ptyvisor {__version__} serving on {config.url}", flush=True)
-                source = (
-                    "given by --token / PTYVISOR_TOKEN" if explicit_token else state_dir / "token"
-                )
-                print(f"token: {source}", flush=True)
-                # Like Jupyter: the one URL that logs a browser in; the page drops the
-                # token from its address at once. Printed here only, never logged.
-                page_url = config.url.replace("ws", "http", 1)
-                print(f"page: {page_url}?token={token}", flush=True)
-                async for _ in signals:
-                    tg.cancel_scope.cancel()
-                    return
-
-    try:
-        anyio.run(main)
-    except BaseException as raised:
-        failure = _unwrap(raised)
-        if isinstance(failure, OSError):
-            where = f"{options.host}:{options.port}"
-            print(
-                f"ptyvisor serve: cannot listen on {where}: {failure.strerror or failure}",
-                file=sys.stderr,
-            )
-            return 1
-        if isinstance(failure, KeyboardInterrupt):
-            return 130
-        raise
-    return 0
 
 
 def server_url(options: argparse.Namespace) -> str:

@@ -10,20 +10,28 @@ import json
 import os
 import secrets
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ptyvisor.outbox import DEFAULT_LIMIT as DEFAULT_CLIENT_BUFFER
 from ptyvisor.outputlog import DEFAULT_CAPACITY
-from ptyvisor.renderer import DEFAULT_LAG_LIMIT
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7733
 TOKEN_FILE = "token"
 SETTINGS_FILE = "settings.json"
+DEFAULT_CLIENT_BUFFER = 4 * 1024 * 1024
+"""Output queued for one client before it is dropped back to a snapshot."""
+DEFAULT_LAG_LIMIT = 512 * 1024
+"""Bytes the headless terminal may fall behind a flood (renderer.py)."""
 DEFAULT_REPLY_BUFFER = 1024 * 1024
 CODEX_ANSWER_WAIT_SECONDS = 20.0
 """Default hold of a Codex request: below Codex's hook timeout (30 s, see agents)."""
+
+
+def control_path(state_dir: Path) -> Path:
+    """The control socket (see control.py), in a 0700 directory of its own."""
+    return state_dir / "control" / "ptyvisor.sock"
 
 
 def default_state_dir() -> Path:
@@ -120,9 +128,10 @@ class ServerConfig:
     state_dir: Path = field(default_factory=default_state_dir)
     allowed_origins: list[str] = field(default_factory=list)
     allowed_hosts: list[str] = field(default_factory=list)
-    tls: ssl.SSLContext | None = None
-    """Serve ``wss://`` and ``https://`` with this context (``--tls-cert``/``--tls-key``)."""
     """``Host`` names accepted besides loopback and the bound host (see access.py)."""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    """Serve ``wss://`` and ``https://`` with these (``--tls-cert``/``--tls-key``)."""
     replay_bytes: int = DEFAULT_CAPACITY
     render_lag_limit: int = DEFAULT_LAG_LIMIT
     scrollback: int = 1000
@@ -136,3 +145,41 @@ class ServerConfig:
     """Persisted settings (``load_settings``); tests set them directly."""
     control_path: str = ""
     """The control socket (``PTYVISOR_CONTROL``); set once it is listening."""
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The server's TLS context, or None for plain ``ws://``; raises OSError or
+        ssl.SSLError for an unusable certificate or key."""
+        if self.tls_cert is None or self.tls_key is None:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.tls_cert, self.tls_key)
+        return context
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything a server process needs, for the keeper to hand to it."""
+        return {
+            "token": self.token,
+            "host": self.host,
+            "port": self.port,
+            "state_dir": str(self.state_dir),
+            "allowed_origins": self.allowed_origins,
+            "allowed_hosts": self.allowed_hosts,
+            "tls_cert": None if self.tls_cert is None else str(self.tls_cert),
+            "tls_key": None if self.tls_key is None else str(self.tls_key),
+            "replay_bytes": self.replay_bytes,
+            "render_lag_limit": self.render_lag_limit,
+            "scrollback": self.scrollback,
+            "client_buffer": self.client_buffer,
+            "reply_buffer": self.reply_buffer,
+            "settings": asdict(self.settings),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ServerConfig:
+        fields = dict(data)
+        fields["state_dir"] = Path(fields["state_dir"])
+        for name in ("tls_cert", "tls_key"):
+            fields[name] = None if fields.get(name) is None else Path(fields[name])
+        fields["settings"] = Settings(**fields.get("settings", {}))
+        return cls(**fields)

@@ -97,9 +97,6 @@ REQUEST_TIMEOUT_SECONDS = 10.0
 DELIVERY_TIMEOUT_SECONDS = 5.0
 """How long an answer waits for the decision to be written to the hook."""
 CODEX = "codex"
-SOCKET_NAME = "ptyvisor.sock"
-MAX_SOCKET_PATH = 100
-"""AF_UNIX paths are limited to ~107 bytes; beyond this no control socket is served."""
 MAX_AGENT_ID = 256
 ENDED_MEMORY = 1024
 """How many ended requests are remembered, to tell "over" from "never held"."""
@@ -391,10 +388,6 @@ def _main_thread(request: PendingRequest) -> bool:
     return request.agent_id is None
 
 
-def control_path(state_dir: Path) -> Path:
-    return state_dir / "control" / SOCKET_NAME
-
-
 class _Budget:
     """Bytes buffered by every control connection together, capped."""
 
@@ -491,38 +484,16 @@ class ControlServer:
         self.connections = 0
         self._failures_logged = False
 
-    async def serve(
-        self,
-        path: Path,
-        *,
-        task_status: anyio.abc.TaskStatus[Path | None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Listen on ``path`` until cancelled, then remove the socket.
+    async def serve(self, listener: socket.socket) -> None:
+        """Accept on ``listener`` (bound by the caller: see descriptors.bind_private_unix)
+        until cancelled."""
+        listener.setblocking(False)
+        async with anyio.create_task_group() as tg:
 
-        Reports None (and serves nothing) when the path is too long for AF_UNIX:
-        hooks then find no ``PTYVISOR_CONTROL`` and leave the agent to its own prompt.
-        """
-        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
-            log.warning("control socket path too long, not serving: %s", path)
-            task_status.started(None)
-            return
-        _prepare_directory(path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            listener.bind(os.fsencode(path))
-            os.chmod(path, 0o600)
-            listener.listen(BACKLOG)
-            listener.setblocking(False)
-            async with anyio.create_task_group() as tg:
-                task_status.started(path)
+            def handle(connection: socket.socket) -> None:
+                tg.start_soon(self._handle, connection)
 
-                def handle(connection: socket.socket) -> None:
-                    tg.start_soon(self._handle, connection)
-
-                await accept_forever(listener, handle, what="control socket")
-        finally:
-            listener.close()
-            _remove(path)
+            await accept_forever(listener, handle, what="control socket")
 
     async def _handle(self, connection: socket.socket) -> None:
         if self.connections >= self._max_connections:

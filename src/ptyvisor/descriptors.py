@@ -16,7 +16,6 @@ descriptors, and ``accept`` fails with ``EMFILE`` once they run out. So:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import logging
@@ -25,7 +24,11 @@ import resource
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -178,3 +181,28 @@ def shed_on_exhaustion(loop: asyncio.AbstractEventLoop, *, what: str) -> Callabl
 def _recovered_unless_exhausted(exhaustion: Exhaustion) -> None:
     if time.monotonic() - exhaustion.last_hit >= RETRY_QUIET_SECONDS * 0.9:
         exhaustion.recovered()
+
+
+MAX_UNIX_PATH = 100
+"""AF_UNIX paths are limited to ~107 bytes."""
+
+
+def bind_private_unix(path: Path) -> socket.socket | None:
+    """A listening Unix socket at ``path``, 0600 in a 0700 directory, replacing a stale
+    one; None (logged) when the path is too long for AF_UNIX."""
+    if len(os.fsencode(path)) > MAX_UNIX_PATH:
+        log.warning("socket path too long, not listening: %s", path)
+        return None
+    path.parent.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.mkdir(exist_ok=True, mode=0o700)
+    path.parent.chmod(0o700)
+    path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(os.fsencode(path))
+        os.chmod(path, 0o600)
+        listener.listen(128)
+    except BaseException:
+        listener.close()
+        raise
+    return listener

@@ -30,7 +30,8 @@ from collections import deque
 
 import anyio
 
-DEFAULT_LIMIT = 4 * 1024 * 1024
+from ptyvisor.config import DEFAULT_CLIENT_BUFFER as DEFAULT_LIMIT
+
 MAX_BINARY_MESSAGE = 256 * 1024
 OVERFLOW_FACTOR = 4
 """Queued text beyond ``OVERFLOW_FACTOR * text_limit`` closes the connection."""

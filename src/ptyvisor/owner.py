@@ -57,6 +57,10 @@ class Owner(Protocol):
         """The session is closed and its program reaped: release what is kept for it."""
         ...
 
+    def resized(self, session_id: str, cols: int, rows: int) -> None:
+        """The terminal's size changed (what a server started later adopts it with)."""
+        ...
+
 
 class LocalOwner:
     """Forks in this process and reaps each program through a pidfd."""
@@ -74,6 +78,9 @@ class LocalOwner:
 
     def forget(self, session_id: str) -> None:
         del session_id
+
+    def resized(self, session_id: str, cols: int, rows: int) -> None:
+        del session_id, cols, rows
 
 
 async def _reap(child: Child) -> None:

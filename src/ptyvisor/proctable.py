@@ -14,9 +14,6 @@ from __future__ import annotations
 import os
 import time
 
-import anyio
-import anyio.to_thread
-
 Scan = dict[int, list[int]]
 
 
@@ -44,6 +41,31 @@ def scan_sessions() -> Scan | None:
         if len(fields) > 3 and fields[0] != b"Z":
             sessions.setdefault(int(fields[3]), []).append(int(name))
     return sessions
+
+
+def descendants(ancestor: int) -> list[int]:
+    """Every live process below ``ancestor`` in the process tree (not itself). With
+    ``ancestor`` a child subreaper, that is everything its children ever started,
+    however they detached (``setsid``, ``nohup``, double forks)."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        fields = _stat_fields(int(name))
+        if fields is None or len(fields) < 2 or fields[0] == b"Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    pending = list(children.get(ancestor, ()))
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        pending.extend(children.get(pid, ()))
+    return found
 
 
 def _stat_fields(pid: int) -> list[bytes] | None:
@@ -76,6 +98,8 @@ class ProcessTable:
     """Shares scans between concurrent callers; each gets a scan begun after it asked."""
 
     def __init__(self) -> None:
+        import anyio  # here: the rest of this module is stdlib only, for the keeper
+
         self._lock = anyio.Lock()
         self._scan: Scan = {}
         self._started = float("-inf")
@@ -84,6 +108,8 @@ class ProcessTable:
     async def members(self, sid: int) -> list[int] | None:
         """Live pids in session ``sid`` as of a scan begun after this call; None if
         the scan failed (the caller cannot tell, and should not conclude "none")."""
+        import anyio.to_thread
+
         asked = time.monotonic()
         async with self._lock:
             if self._started < asked:

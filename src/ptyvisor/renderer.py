@@ -26,13 +26,13 @@ from collections.abc import Callable
 import anyio
 import anyio.to_thread
 
+from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.outputlog import OutputLog
 from ptyvisor.terminal import HeadlessTerminal, TerminalSnapshot
 
 log = logging.getLogger(__name__)
 
 BATCH_BYTES = 8 * 1024
-DEFAULT_LAG_LIMIT = 512 * 1024
 SKIP_STEP = 256 * 1024
 """Skipping is done in steps this big, so a flood pays for it once per step, not per read."""
 QUIET_SECONDS = 0.002
@@ -151,6 +151,16 @@ class Renderer:
             await self._feed_until(target)
             snap = await anyio.to_thread.run_sync(self._terminal.snapshot)
             return snap, max(self.rendered_seq - self._terminal.undecoded, self._log.start_seq)
+
+    def restore(self, ansi: str, seq: int) -> None:
+        """Start from a snapshot of the screen at ``seq`` (handed over by the previous
+        server) instead of rendering the log from its start; ignored if the log no
+        longer holds ``seq`` (then the log's bytes are rendered as usual)."""
+        if not self._log.holds(seq):
+            return
+        self._terminal.feed(ansi.encode())
+        self.rendered_seq = seq
+        self._wake.set()
 
     async def resize(self, cols: int, rows: int) -> None:
         """Resize in stream order: render what was written at the old size first."""

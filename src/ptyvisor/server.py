@@ -11,8 +11,10 @@ the connection carries on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import socket
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any, assert_never
@@ -30,8 +32,9 @@ from websockets.typing import Subprotocol
 from ptyvisor import __version__, access, descriptors, jsontext
 from ptyvisor.agents import AGENTS
 from ptyvisor.child import SIGNALS
-from ptyvisor.config import ServerConfig
-from ptyvisor.control import BadAnswer, ControlServer, Gone, control_path
+from ptyvisor.config import ServerConfig, control_path
+from ptyvisor.control import BadAnswer, ControlServer, Gone
+from ptyvisor.keeperlink import KeeperLink
 from ptyvisor.outbox import Outbox
 from ptyvisor.owner import LocalOwner
 from ptyvisor.protocol import (
@@ -416,23 +419,40 @@ def _page_request(
 async def run_server(
     config: ServerConfig,
     *,
+    keeper: KeeperLink | None = None,
     task_status: anyio.abc.TaskStatus[Server] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve until cancelled; every session's programs are stopped on the way out."""
+    """Serve until cancelled. Alone (``keeper`` None), this process owns the programs,
+    and they are stopped on the way out. Under a keeper (keeper.py), it adopts the
+    programs the keeper already runs, serves on the keeper's sockets, and stops when
+    the keeper says so — leaving the programs running for the next server."""
     descriptors.raise_nofile_limit()
     undo_shedding = descriptors.shed_on_exhaustion(
         asyncio.get_running_loop(), what="WebSocket listener"
     )
     try:
-        await _serve(config, task_status)
+        await _serve(config, keeper, task_status)
     finally:
         undo_shedding()
 
 
-async def _serve(config: ServerConfig, task_status: anyio.abc.TaskStatus[Server]) -> None:
+async def _serve(
+    config: ServerConfig, keeper: KeeperLink | None, task_status: anyio.abc.TaskStatus[Server]
+) -> None:
+    control_listener: socket.socket | None
     async with anyio.create_task_group() as tg:
-        supervisor = Supervisor(config, tg, LocalOwner(tg))
-
+        supervisor = Supervisor(config, tg, LocalOwner(tg) if keeper is None else keeper.owner())
+        if keeper is None:
+            control_listener = descriptors.bind_private_unix(control_path(config.state_dir))
+            config.control_path = (
+                "" if control_listener is None else str(control_path(config.state_dir))
+            )
+            where: dict[str, Any] = {"host": config.host, "port": config.port}
+        else:
+            control_listener = keeper.control
+            for adopted in keeper.adopted:
+                supervisor.adopt(adopted, keeper.handed_over.get(adopted.session))
+            where = {"sock": keeper.tcp}
         page = WebPage()
 
         clients = 0
@@ -458,27 +478,63 @@ async def _serve(config: ServerConfig, task_status: anyio.abc.TaskStatus[Server]
             finally:
                 clients -= 1
 
-        async with serve(
-            handler,
-            config.host,
-            config.port,
-            process_request=process_request,
-            select_subprotocol=_select_subprotocol,
-            max_size=HARD_MESSAGE_LIMIT,
-            max_queue=INCOMING_QUEUE,
-            ssl=config.tls,
-            compression=None,
-            server_header=f"ptyvisor/{__version__}",
-        ) as server:
-            port = server.sockets[0].getsockname()[1] if server.sockets else config.port
-            config.port = port
-            host = config.host if ":" not in config.host else f"[{config.host}]"
-            scheme = "wss" if config.tls is not None else "ws"
-            config.url = config.url or f"{scheme}://{host}:{port}/"
-            control = ControlServer(supervisor.requests, supervisor.find, config.settings)
-            path = await tg.start(control.serve, control_path(config.state_dir))
-            config.control_path = str(path) if path is not None else ""
-            task_status.started(server)
-            # Cancellation ends here; each session's task then stops and reaps its
-            # program (HUP, then KILL after a grace period) before the group exits.
-            await anyio.sleep_forever()
+        try:
+            async with serve(
+                handler,
+                **where,
+                process_request=process_request,
+                select_subprotocol=_select_subprotocol,
+                max_size=HARD_MESSAGE_LIMIT,
+                max_queue=INCOMING_QUEUE,
+                ssl=config.tls_context(),
+                compression=None,
+                server_header=f"ptyvisor/{__version__}",
+            ) as server:
+                if keeper is None:
+                    port = server.sockets[0].getsockname()[1] if server.sockets else config.port
+                    config.port = port
+                    host = config.host if ":" not in config.host else f"[{config.host}]"
+                    scheme = "wss" if config.tls_cert is not None else "ws"
+                    config.url = config.url or f"{scheme}://{host}:{port}/"
+                if control_listener is not None:
+                    control = ControlServer(supervisor.requests, supervisor.find, config.settings)
+                    tg.start_soon(control.serve, control_listener)
+                task_status.started(server)
+                if keeper is None:
+                    # Cancellation ends here; each session's task then stops and reaps
+                    # its program (HUP, then KILL after a grace period).
+                    await anyio.sleep_forever()
+                else:
+                    await _follow(keeper, server, supervisor)
+                tg.cancel_scope.cancel()
+        finally:
+            if keeper is None and control_listener is not None:
+                control_listener.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(config.control_path)
+
+
+async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) -> None:
+    """Serve until the keeper says ``stop`` (for good: it stops the programs itself)
+    or ``restart`` (hand over what only this server knows, then go); clients are
+    closed with 1012 (service restart) then, and reconnect to the next server."""
+    done = anyio.Event()
+
+    async def restart() -> None:
+        await _close_clients(server, CloseCode.SERVICE_RESTART, "server restarting")
+        sessions = [await session.handover() for session in supervisor.sessions()]
+        await keeper.send({"op": "handover", "sessions": sessions})
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: keeper.run(on_stop=done.set, on_restart=restart))
+        await keeper.send({"op": "ready"})
+        await done.wait()
+        tg.cancel_scope.cancel()
+
+
+async def _close_clients(server: Server, code: CloseCode, reason: str) -> None:
+    with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS):
+        async with anyio.create_task_group() as tg:
+            for connection in list(server.connections):
+                tg.start_soon(connection.close, code, reason)

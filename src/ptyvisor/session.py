@@ -38,11 +38,13 @@ from ptyvisor.activity import (
 )
 from ptyvisor.agents import REPORTS_STARTUP
 from ptyvisor.child import Child
+from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
 from ptyvisor.frames import Rejected, RejectReason, decode_frame
 from ptyvisor.jsontext import display, is_text, raw_bytes
 from ptyvisor.outbox import Outbox
 from ptyvisor.outputlog import OutputLog
+from ptyvisor.owner import Owner
 from ptyvisor.proctable import ProcessTable, in_session_tree
 from ptyvisor.protocol import (
     ActivityChanged,
@@ -59,7 +61,7 @@ from ptyvisor.protocol import (
     TerminalModesModel,
     TermSize,
 )
-from ptyvisor.renderer import DEFAULT_LAG_LIMIT, QUIET_SECONDS, Renderer
+from ptyvisor.renderer import QUIET_SECONDS, Renderer
 from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 
@@ -173,7 +175,7 @@ class Session:
         on_frame: Callable[[str, FramePayload], bool] | None = None,
         holds: Callable[[str, str], bool] | None = None,
         processes: ProcessTable | None = None,
-        stop_program_on_exit: bool = True,
+        owner: Owner | None = None,
     ) -> None:
         """``ring``: shared memory to mirror output into, and to resume from when it
         already holds some (a program adopted after a server restart)."""
@@ -193,7 +195,8 @@ class Session:
         """Whether a hook waits on the control socket for (session, interaction id)."""
         self._answerable_shown = False
         self._processes = processes or ProcessTable()
-        self._stop_program_on_exit = stop_program_on_exit
+        self._owner = owner
+        self._stop_program_on_exit = owner is None or owner.stops_programs_on_exit
         self.size = TermSize(cols=cols, rows=rows)
         self.child = child
         self.process = ProcessState(state="running", pid=self.child.pid)
@@ -472,6 +475,37 @@ class Session:
         self.exited.set()
         self._on_change()
 
+    # ------------------------------------------------------------------ restarts
+
+    async def handover(self) -> dict[str, Any]:
+        """What only this server knows, for the next one at a planned restart: the
+        screen (as a snapshot and the seq it shows), the activity, the queued message
+        and the frame counts. The output itself is in the ring."""
+        snapshot = await self.snapshot()
+        return {
+            "session": self.id,
+            "screen": {"ansi": snapshot.screen.ansi, "seq": snapshot.seq},
+            "tracker": self.tracker.export(),
+            "queued_message": self.queued_message,
+            "frames": {
+                "applied": self.frames_applied,
+                "ignored": self.frames_ignored,
+                "rejected": self.frames_rejected,
+            },
+        }
+
+    def take_over(self, state: Mapping[str, Any]) -> None:
+        """Continue from what the previous server handed over (`handover`)."""
+        self.tracker.restore(state["tracker"])
+        self.queued_message = state.get("queued_message")
+        frames = state.get("frames", {})
+        self.frames_applied = int(frames.get("applied", 0))
+        self.frames_ignored = int(frames.get("ignored", 0))
+        self.frames_rejected = {str(k): int(v) for k, v in frames.get("rejected", {}).items()}
+        screen = state.get("screen")
+        if screen is not None:
+            self.renderer.restore(str(screen["ansi"]), int(screen["seq"]))
+
     # ------------------------------------------------------------------ queued message
 
     def queue_message(self, text: str) -> bool:
@@ -553,6 +587,8 @@ class Session:
             return
         self.size = size
         self.child.resize(cols, rows)
+        if self._owner is not None:
+            self._owner.resized(self.id, cols, rows)
         await self.renderer.resize(cols, rows)
         self._broadcast(Resized(session=self.id, size=size).model_dump_json())
         self._on_change()

@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from anyio.abc import TaskGroup
 
@@ -15,6 +16,7 @@ from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import PendingRequests
 from ptyvisor.frames import new_nonce
+from ptyvisor.keeperlink import Adopted
 from ptyvisor.outbox import Outbox
 from ptyvisor.owner import Owner, ProgramSpec
 from ptyvisor.proctable import ProcessTable
@@ -124,12 +126,27 @@ class Supervisor:
             on_frame=self.requests.frame_applied,
             holds=self.requests.holds,
             processes=self._processes,
-            stop_program_on_exit=self.owner.stops_programs_on_exit,
+            owner=self.owner,
         )
         self._sessions[identity.id] = session
         self._tg.start_soon(self._run, session, name=f"session {identity.id}")
         self.changed()
         return session
+
+    def adopt(self, adopted: Adopted, handed_over: Mapping[str, Any] | None) -> Session:
+        """A program the keeper already ran when this server started; ``handed_over``
+        is what the previous server knew of it, at a planned restart."""
+        identity = Identity.from_json(adopted.identity)
+        session = self._add(
+            identity, adopted.child, adopted.ring, cols=adopted.cols, rows=adopted.rows
+        )
+        if handed_over is not None:
+            session.take_over(handed_over)
+        log.info("session %s adopted: %s (pid %d)", identity.id, identity.name, adopted.child.pid)
+        return session
+
+    def sessions(self) -> list[Session]:
+        return list(self._sessions.values())
 
     async def _run(self, session: Session) -> None:
         """One session's life. A bug in its code ends that session (its program is
@@ -148,12 +165,14 @@ class Supervisor:
     def _forget(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
-        if session.closed or session.exited.is_set() or self.owner.stops_programs_on_exit:
-            # Gone for good (not merely left running for the next server).
-            self.owner.forget(session.id)
-            shutil.rmtree(self.session_dir(session.id), ignore_errors=True)
+        subscribers = session.detach_all()
+        if not (session.closed or session.exited.is_set() or self.owner.stops_programs_on_exit):
+            log.info("session %s left running for the next server", session.id)
+            return
+        self.owner.forget(session.id)
+        shutil.rmtree(self.session_dir(session.id), ignore_errors=True)
         closed = SessionClosed(session=session.id).model_dump_json()
-        for subscriber in session.detach_all():
+        for subscriber in subscribers:
             subscriber.outbox.put_text(closed)
         log.info("session %s closed", session.id)
         self.changed()
