@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
+from pathlib import Path
 
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
@@ -14,11 +16,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from ptyvisor import __version__, serve_options
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, Disconnected, ServerError
-from ptyvisor.config import (
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    read_token,
-)
+from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, default_state_dir, read_token
 from ptyvisor.protocol import SessionSummary, wire_schema
 
 PHASE_LABELS = {
@@ -67,6 +65,20 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("ls", help="list sessions")
     client_options(ls)
     ls.add_argument("--json", action="store_true", help="print the summaries as JSON")
+
+    restart = sub.add_parser(
+        "restart",
+        help="restart the server process; programs keep running and clients reconnect",
+        description="Restart the server process of the `ptyvisor serve` running on the "
+        "state directory (to pick up an upgrade, say): its programs keep running, their "
+        "screens, activity and queued messages are handed over, and clients reconnect. "
+        "Returns once the new server answers.",
+    )
+    restart.add_argument("--state-dir", type=Path, default=None)
+    client_options(restart)
+    restart.add_argument(
+        "--timeout", type=float, default=30, help="seconds to wait for the new server (30)"
+    )
 
     kill = sub.add_parser("kill", help="terminate a session's programs (HUP, then KILL)")
     client_options(kill)
@@ -124,6 +136,8 @@ def run_command(args: list[str]) -> int:
     if command == "schema":
         print(json.dumps(wire_schema(), indent=2))
         return 0
+    if command == "restart":
+        return restart(options)
     if command in ("run", "attach") and not sys.stdin.isatty():
         # Checked first: `run` would otherwise start a session it cannot attach to.
         print(f"ptyvisor {command}: standard input is not a terminal", file=sys.stderr)
@@ -158,6 +172,38 @@ def _unwrap(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         error = error.exceptions[0]
     return error
+
+
+def restart(options: argparse.Namespace) -> int:
+    """Signal the keeper (SIGUSR2), then wait for a server that started after that."""
+    from ptyvisor.keeper import lock_holder
+
+    state_dir = options.state_dir or default_state_dir()
+    keeper = lock_holder(state_dir)
+    if keeper is None:
+        print(f"ptyvisor restart: no ptyvisor serve is running on {state_dir}", file=sys.stderr)
+        return 1
+    token = options.token or read_token(state_dir)
+    asked = time.time_ns() // 1_000_000
+    os.kill(keeper, signal.SIGUSR2)
+
+    async def restarted() -> bool:
+        deadline = time.monotonic() + options.timeout
+        while time.monotonic() < deadline:
+            try:
+                async with Client.connect(server_url(options), token) as client:
+                    if client.hello is not None and client.hello.started_at >= asked:
+                        return True
+            except (OSError, WebSocketException, Disconnected):
+                pass
+            await anyio.sleep(0.1)
+        return False
+
+    if not anyio.run(restarted):
+        print(f"ptyvisor restart: no new server within {options.timeout:g} s", file=sys.stderr)
+        return 1
+    print("restarted")
+    return 0
 
 
 def server_url(options: argparse.Namespace) -> str:

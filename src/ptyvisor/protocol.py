@@ -362,6 +362,11 @@ class Hello(_Model):
     agents: list[AgentName] = Field(
         default_factory=list, description="Agent names that spawn's `agent` accepts"
     )
+    started_at: int = Field(
+        default=0,
+        description="Unix ms when this server process started: it changes when the server "
+        "restarts (its sessions and their programs do not)",
+    )
 
 
 class Sessions(_Model):

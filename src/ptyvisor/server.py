@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any, assert_never
@@ -82,6 +83,8 @@ INCOMING_QUEUE = 4
 """Messages websockets buffers before it stops reading the socket (TCP backpressure)."""
 MAX_CLIENTS = 256
 """WebSocket connections served at once; more are refused (503) until some close."""
+STARTED_AT = time.time_ns() // 1_000_000
+"""When this server process started (``hello.started_at``)."""
 NOT_READING = "not reading: too many messages queued for this client"
 SLOW_REQUESTS = (Kill, Close, Answer)
 """Requests that wait (for a program to stop, a hook to take its answer)."""
@@ -130,7 +133,7 @@ class Connection:
     async def run(self) -> None:
         """Serve the client until it leaves. A bug in handling it (anything but a
         closed connection) is logged once and ends this connection only (1011)."""
-        hello = Hello(server_version=__version__, agents=list(AGENTS))
+        hello = Hello(server_version=__version__, agents=list(AGENTS), started_at=STARTED_AT)
         self.outbox.put_text(hello.model_dump_json())
         try:
             async with anyio.create_task_group() as tg:

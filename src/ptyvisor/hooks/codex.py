@@ -127,7 +127,9 @@ def native_answer(decision: Decision) -> Payload:
 
 
 def start_watcher(event: Mapping[str, Any]) -> None:
-    """Detach a rollout watcher for this turn; it outlives the hook process."""
+    """Detach a rollout watcher for this turn; it outlives the hook process. In a
+    process group of its own (Codex may stop the hook's group), but in the session's
+    process session, so that stopping the session stops it too."""
     path = event.get("transcript_path")
     if not isinstance(path, str) or not path:
         return
@@ -137,7 +139,7 @@ def start_watcher(event: Mapping[str, Any]) -> None:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        process_group=0,
     )
 
 
