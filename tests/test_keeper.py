@@ -21,6 +21,7 @@ from ptyvisor.client import Client, Output
 from ptyvisor.protocol import ActivityChanged, Snapshot
 
 from .conftest import PTYVISOR_BIN, TOKEN, child_env, start_serve, wait_for
+from .test_cli import DETACH, Term
 
 T = TypeVar("T")
 
@@ -36,9 +37,8 @@ class Serve:
 
     def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
         self.out, self.err = tmp_path / "serve.out", tmp_path / "serve.err"
-        self.proc, _ = start_serve(
-            ["--port", "0", *args], env=env, stdout=self.out, stderr=self.err
-        )
+        port = [] if "--port" in args else ["--port", "0"]
+        self.proc, _ = start_serve([*port, *args], env=env, stdout=self.out, stderr=self.err)
         self.url = self.out.read_text().split("serving on ", 1)[1].split()[0]
         self.env = env
 
@@ -302,3 +302,72 @@ def test_one_state_directory_has_one_server(
         await client.list()
 
     serve.run(still_serves)
+
+
+# --------------------------------------------------------------------------- attach
+
+
+def _attach(serve: Serve, session_id: str) -> Term:
+    term = Term([PTYVISOR_BIN, "attach", "--url", serve.url, session_id], serve.env, 24, 80)
+    term.attached()
+    return term
+
+
+ECHO_LINES = "while read line; do echo got:$line; done"
+
+
+def test_attach_rides_out_a_crash_and_a_restart_and_keeps_what_was_typed(serve: Serve) -> None:
+    async def spawn(client: Client) -> str:
+        return (await client.spawn(["sh", "-c", ECHO_LINES])).id
+
+    session = serve.run(spawn)
+    term = _attach(serve, session)
+    try:
+        term.write(b"first\r")
+        term.expect(b"got:first")
+        # The server process dies; keys typed while it is away are sent once it is back.
+        os.kill(serve.server_pid(), signal.SIGKILL)
+        term.write(b"while-away\r")
+        offset = term.expect(b"got:while-away", timeout=20)
+        # A planned restart, the same way.
+        restarted = subprocess.run(
+            [PTYVISOR_BIN, "restart", "--url", serve.url],
+            env=serve.env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert restarted.returncode == 0, restarted.stderr
+        term.write(b"after-restart\r")
+        term.expect(b"got:after-restart", start=offset, timeout=20)
+        term.write(DETACH)
+        assert term.wait() == 0
+        assert f"[detached from {session}; `ptyvisor attach {session}`".encode() in term.output
+        assert term.output.count(b"got:first") == 1, "nothing shown twice"
+    finally:
+        term.kill()
+
+
+def test_attach_says_reconnecting_then_that_the_session_is_gone(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    first = Serve(tmp_path, env)
+    port = first.url.rsplit(":", 1)[1].strip("/")
+
+    async def spawn(client: Client) -> str:
+        return (await client.spawn(["sh", "-c", ECHO_LINES])).id
+
+    session = first.run(spawn)
+    term = _attach(first, session)
+    try:
+        # Stopped for good: its programs are stopped too.
+        assert first.stop() == 0
+        term.expect(b"reconnecting", timeout=20)
+        second = Serve(tmp_path, env, "--port", port)
+        try:
+            assert term.wait(timeout=30) == 1
+            assert f"ptyvisor: session {session} is gone".encode() in term.output
+        finally:
+            second.stop()
+    finally:
+        term.kill()

@@ -135,8 +135,9 @@ class Client:
         self._events_in.close()
         self._events_out.close()
 
-    async def reconnect(self) -> Attached | None:
-        """Open a new connection and, if a session was attached, resume from our seq."""
+    async def reconnect(self, *, resume: bool = True, scrollback: bool = True) -> Attached | None:
+        """Open a new connection and, if a session was attached, resume from our seq
+        (``resume``: exactly the missed bytes if still held) or from a fresh snapshot."""
         if self._ws is not None:
             old, self._ws = self._ws, None
             await old.close()
@@ -144,7 +145,10 @@ class Client:
         if self.session_id is None:
             return None
         return await self.attach(
-            self.session_id, since=self.seq, answers_queries=self._answers_queries
+            self.session_id,
+            since=self.seq if resume else None,
+            answers_queries=self._answers_queries,
+            scrollback=scrollback,
         )
 
     async def _read_loop(self, ws: ClientConnection) -> None:
@@ -263,7 +267,12 @@ class Client:
         return reply.session
 
     async def attach(
-        self, session_id: str, *, since: int | None = None, answers_queries: bool = False
+        self,
+        session_id: str,
+        *,
+        since: int | None = None,
+        answers_queries: bool = False,
+        scrollback: bool = True,
     ) -> Attached:
         self.seq = None
         reply = await self.request(
@@ -272,6 +281,7 @@ class Client:
                 "session": session_id,
                 "since": since,
                 "answers_queries": answers_queries,
+                "scrollback": scrollback,
             }
         )
         assert isinstance(reply, Attached)
@@ -288,7 +298,10 @@ class Client:
         """Raw input to the attached session (binary message; no reply)."""
         if self._ws is None:
             raise Disconnected("not connected")
-        await self._ws.send(data.encode() if isinstance(data, str) else data)
+        try:
+            await self._ws.send(data.encode() if isinstance(data, str) else data)
+        except ConnectionClosed as error:
+            raise Disconnected(str(error)) from None
 
     async def input(self, session_id: str, data: str) -> None:
         await self.request({"type": "input", "session": session_id, "data": data})

@@ -18,6 +18,7 @@ from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, Disconnected, ServerError
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, default_state_dir, read_token
 from ptyvisor.protocol import SessionSummary, wire_schema
+from ptyvisor.tty_attach import SessionGone
 
 PHASE_LABELS = {
     "unavailable": "Live",
@@ -163,6 +164,9 @@ def run_command(args: list[str]) -> int:
         if isinstance(error, Disconnected):
             print(f"ptyvisor: lost the connection to the server: {error}", file=sys.stderr)
             return 1
+        if isinstance(error, SessionGone):
+            print(f"ptyvisor: session {error.args[0]} is gone", file=sys.stderr)
+            return 1
         if isinstance(error, KeyboardInterrupt):
             return 130
         raise
@@ -241,7 +245,8 @@ async def _client_command(options: argparse.Namespace) -> int:
             case "attach":
                 key = parse_key(options.detach_key)
                 attachment = TerminalAttachment(client, options.session, key)
-                return _finish(await attachment.run(), options.session)
+                code = await attachment.run()
+                return _finish(code, options.session, reachable=attachment.connected)
             case "run":
                 argv = options.argv[1:] if options.argv[:1] == ["--"] else options.argv
                 if not argv and options.agent is None:
@@ -253,7 +258,8 @@ async def _client_command(options: argparse.Namespace) -> int:
                     argv, cwd=cwd, name=options.name, cols=cols, rows=rows, agent=options.agent
                 )
                 attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
-                return _finish(await attachment.run(), session.id)
+                code = await attachment.run()
+                return _finish(code, session.id, reachable=attachment.connected)
     return 2
 
 
@@ -315,9 +321,12 @@ def find_pending(
     return f"{wanted!r} matches several interactions: give more of the id, or --session"
 
 
-def _finish(exit_code: int | None, session_id: str) -> int:
+def _finish(exit_code: int | None, session_id: str, *, reachable: bool = True) -> int:
     if exit_code is None:
-        print(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
+        if reachable:
+            print(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
+        else:
+            print(f"[detached from {session_id} while the server was away]")
         return 0
     return exit_code
 

@@ -236,6 +236,11 @@ class Attach(_Request):
         description="True for a terminal emulator that answers DA/DSR itself; "
         "while one is attached the server stays silent",
     )
+    scrollback: bool = Field(
+        default=True,
+        description="Whether a snapshot sent instead of a replay includes the scrollback "
+        "(false to redraw a terminal that already shows it)",
+    )
 
 
 class Detach(_Request):

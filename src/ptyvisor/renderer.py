@@ -19,6 +19,7 @@ bounded and mode changes are kept.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -137,7 +138,9 @@ class Renderer:
             self._terminal.skip(data)
         self.rendered_seq = seq
 
-    async def snapshot(self, at_least: int) -> tuple[TerminalSnapshot, int]:
+    async def snapshot(
+        self, at_least: int, *, scrollback: bool = True
+    ) -> tuple[TerminalSnapshot, int]:
         """Render up to at least ``at_least`` and serialise.
 
         Returns the snapshot and the seq the stream continues from: where rendering
@@ -149,7 +152,9 @@ class Renderer:
             if target - self.rendered_seq > self._lag_limit:
                 self._skip_to(target - self._lag_limit)
             await self._feed_until(target)
-            snap = await anyio.to_thread.run_sync(self._terminal.snapshot)
+            snap = await anyio.to_thread.run_sync(
+                functools.partial(self._terminal.snapshot, include_scrollback=scrollback)
+            )
             return snap, max(self.rendered_seq - self._terminal.undecoded, self._log.start_seq)
 
     def restore(self, ansi: str, seq: int) -> None:

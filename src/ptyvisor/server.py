@@ -276,7 +276,9 @@ class Connection:
                 self._detach()
                 self.answers_queries = request.answers_queries
                 self._session = session
-                await session.attach(self, since=request.since, req_id=request.req_id)
+                await session.attach(
+                    self, since=request.since, req_id=request.req_id, scrollback=request.scrollback
+                )
             case Detach():
                 self._detach()
                 self._ok(request.req_id)

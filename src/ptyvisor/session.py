@@ -596,7 +596,12 @@ class Session:
     # ------------------------------------------------------------------ attach
 
     async def attach(
-        self, subscriber: Subscriber, *, since: int | None, req_id: str | int | None
+        self,
+        subscriber: Subscriber,
+        *,
+        since: int | None,
+        req_id: str | int | None,
+        scrollback: bool = True,
     ) -> None:
         """Register a client and queue its catch-up: exact bytes if held, else a snapshot."""
         if since is not None and self.log.holds(since):
@@ -619,7 +624,7 @@ class Session:
         target = self.log.end_seq
         subscriber.outbox.hold()
         self._subscribe(subscriber)
-        snapshot = await self.snapshot(at_least=target)
+        snapshot = await self.snapshot(at_least=target, scrollback=scrollback)
         attached = Attached(
             req_id=req_id,
             session=snapshot.session,
@@ -668,7 +673,7 @@ class Session:
 
     # ------------------------------------------------------------------ views
 
-    async def snapshot(self, at_least: int | None = None) -> Snapshot:
+    async def snapshot(self, at_least: int | None = None, *, scrollback: bool = True) -> Snapshot:
         """The screen as of output seq ``at_least`` (default: now) or later, as ``seq`` says.
 
         The summary is taken first: an exit it reports happened after all of the
@@ -676,7 +681,7 @@ class Session:
         output — never an ``exited`` beside a screen from before the last output."""
         target = self.log.end_seq if at_least is None else at_least
         summary = self.summary()
-        terminal, seq = await self.renderer.snapshot(target)
+        terminal, seq = await self.renderer.snapshot(target, scrollback=scrollback)
         return Snapshot(
             session=summary,
             seq=seq,

@@ -2,8 +2,12 @@
 
 The local terminal is a real terminal emulator, so it answers the program's
 DA/DSR queries itself (``answers_queries``) and the server stays silent. On a
-dropped connection it reconnects with backoff and resumes from its seq; the replayed
-bytes lose their queries on the way, as they were answered when live (replay.py).
+dropped connection (a server restart, say) it reconnects with backoff and resumes
+from its seq; the replayed bytes lose their queries on the way, as they were answered
+when live (replay.py). A server away for more than a second gets a note on the
+bottom row ("reconnecting…") and, once back, a fresh screen. Keys typed meanwhile are
+kept (a few KiB) and sent once back; more is refused with a bell and a note. A
+session that is gone when the server is back ends the attachment (`SessionGone`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import termios
 import tty
 
 import anyio
+from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ptyvisor.client import Client, ConnectionLost, Disconnected, Output, ServerError
 from ptyvisor.protocol import (
@@ -29,6 +34,10 @@ from ptyvisor.protocol import (
 from ptyvisor.replay import shown
 
 DEFAULT_DETACH_KEY = b"\x1d"  # Ctrl-]
+PENDING_INPUT = 4096
+"""Bytes typed while the server is away that are kept to send once it is back."""
+STATUS_AFTER_SECONDS = 1.0
+"""A server away longer than this (more than a restart takes) gets a note on screen."""
 RESET_MODES = (
     b"\x1b[0m\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?1005l"
     b"\x1b[?2004l\x1b[?1004l\x1b[?1l\x1b>\x1b[?25h\x1b[?1049l"
@@ -59,6 +68,15 @@ class TerminalAttachment:
         self._live_seq = 0
         """Output before this seq is replay: the local terminal must not answer its
         queries again (replay.py)."""
+        self._connected = True
+        self._pending = bytearray()
+        """Typed while the server was away: sent once reconnected."""
+        self._status_shown = False
+
+    @property
+    def connected(self) -> bool:
+        """Whether the server was there at the end (else a detach left it unreachable)."""
+        return self._connected
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -128,11 +146,39 @@ class TerminalAttachment:
             if self._detach_key in data:
                 before = data.split(self._detach_key, 1)[0]
                 if before:
-                    await self._client.send_input(before)
+                    await self._send(before)
                 self.detached = True
                 scope.cancel()
                 return
-            await self._client.send_input(data)
+            await self._send(data)
+
+    async def _send(self, data: bytes) -> None:
+        """Send typed input; while the server is away it waits (up to PENDING_INPUT
+        bytes, sent once reconnected), and past that it is refused out loud."""
+        if self._connected:
+            try:
+                await self._client.send_input(data)
+                return
+            except Disconnected:
+                self._connected = False
+        room = PENDING_INPUT - len(self._pending)
+        self._pending += data[:room]
+        if len(data) > room:
+            self._status("not reconnected yet: typing is not sent", bell=True)
+
+    async def _flush_pending(self) -> None:
+        pending, self._pending = bytes(self._pending), bytearray()
+        if pending:
+            await self._client.send_input(pending)
+
+    def _status(self, text: str, *, bell: bool = False) -> None:
+        """A note on the bottom row, over the program's screen (redrawn once back)."""
+        rows = os.get_terminal_size(self._out).lines if os.isatty(self._out) else 24
+        self._write(
+            b"\x1b7\x1b[%d;1H\x1b[0;7m\x1b[2K %s \x1b[0m\x1b8%s"
+            % (rows, f"ptyvisor: {text}".encode(), b"\x07" if bell else b"")
+        )
+        self._status_shown = True
 
     async def _pump_output(self) -> None:
         async for event in self._client.events():
@@ -161,16 +207,44 @@ class TerminalAttachment:
                     pass
 
     async def _reconnect(self) -> Attached | None:
-        delay = 0.2
+        """Back to the session: exactly the missed bytes when that is quick; when the
+        server stays away long enough for a note on the screen ("reconnecting…"), a
+        fresh screen from a snapshot, which also wipes the note. Raises SessionGone
+        when the server is back but the session is not, and gives up on a refusal."""
+        self._connected = False
+        delay = 0.1
+        started = anyio.current_time()
         while True:
+            if not self._status_shown and anyio.current_time() - started > STATUS_AFTER_SECONDS:
+                self._status("server away: reconnecting…")
             try:
-                attached = await self._client.reconnect()
-            except Exception:  # server down or restarting: keep trying
+                attached = await self._client.reconnect(
+                    resume=not self._status_shown, scrollback=False
+                )
+            except ServerError as error:
+                if error.code == "unknown_session":
+                    raise SessionGone(self._session_id) from None
+                raise
+            except InvalidStatus as refused:
+                if refused.response.status_code in (401, 403):
+                    raise
+                attached = None
                 await anyio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+            except (OSError, WebSocketException, Disconnected, TimeoutError):
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 2.0)
                 continue
-            if attached is not None:
-                self._live_seq = attached.live_seq
-                if attached.snapshot is not None:
-                    self._draw(attached.snapshot)
+            if attached is None:
+                continue
+            self._connected = True
+            self._live_seq = attached.live_seq
+            if attached.snapshot is not None:
+                self._draw(attached.snapshot)
+            self._status_shown = False
+            await self._flush_pending()
             return attached
+
+
+class SessionGone(Exception):
+    """The server is back, but the session is not (closed meanwhile, or the server was
+    stopped and its programs with it)."""
