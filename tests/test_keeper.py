@@ -20,7 +20,7 @@ import pytest
 from ptyvisor.client import Client, Output
 from ptyvisor.protocol import ActivityChanged, Snapshot
 
-from .conftest import PTYVISOR_BIN, TOKEN, child_env, start_serve, wait_for
+from .conftest import PTYVISOR_BIN, TOKEN, child_env, poll, start_serve, wait_for
 from .test_cli import DETACH, Term
 
 T = TypeVar("T")
@@ -371,3 +371,19 @@ def test_attach_says_reconnecting_then_that_the_session_is_gone(
             second.stop()
     finally:
         term.kill()
+
+
+def test_a_program_that_exits_at_once_is_reported(serve: Serve) -> None:
+    """Its exit may reach the server right behind its start (keeperlink registers the
+    program before anything else is read)."""
+
+    async def quick(client: Client) -> None:
+        sessions = [await client.spawn(["sh", "-c", "exit 7"]) for _ in range(20)]
+
+        async def all_exited() -> bool:
+            listed = {s.id: s for s in await client.list()}
+            return all(listed[s.id].process.exit_code == 7 for s in sessions)
+
+        await poll(all_exited, wait=20)
+
+    serve.run(quick)

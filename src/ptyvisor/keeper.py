@@ -446,7 +446,13 @@ class Keeper:
         self.programs[program.session] = program
         self._by_pid[program.pid] = program
         self._send(
-            {"op": "spawned", "id": request, "pid": program.pid, "tty": program.tty},
+            {
+                "op": "spawned",
+                "id": request,
+                "session": program.session,
+                "pid": program.pid,
+                "tty": program.tty,
+            },
             [program.master, program.ring],
         )
         self._reap()  # it may be gone already (SIGCHLD came before it was known)

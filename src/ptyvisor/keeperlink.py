@@ -62,6 +62,7 @@ class KeeperLink:
         self.handed_over: dict[str, dict[str, Any]] = {}
         """Per session: what the previous server handed over at a planned restart."""
         self._children: dict[str, Child] = {}
+        self._started_rings: dict[str, Ring | None] = {}
         self._waiting: dict[int, MemoryObjectSendStream[tuple[handoff.Message, list[int]]]] = {}
         self._ids = 0
         self._send_lock: anyio.Lock | None = None
@@ -185,6 +186,10 @@ class KeeperLink:
                     if child is not None:
                         child.exit.reaped(int(message["status"]))
                 elif op in ("spawned", "spawn_failed"):
+                    if op == "spawned":
+                        # Known at once: its exit may be the very next message.
+                        self._started(message, fds)
+                        fds = []
                     pending = self._waiting.get(int(message["id"]))
                     if pending is not None:
                         pending.send_nowait((message, fds))
@@ -196,11 +201,19 @@ class KeeperLink:
                 for fd in fds:
                     os.close(fd)
 
+    def _started(self, message: handoff.Message, fds: Sequence[int]) -> None:
+        master, ring_fd = fds
+        os.set_blocking(master, False)
+        child = Child(int(message["pid"]), master, str(message["tty"]))
+        self._children[str(message["session"])] = child
+        self._started_rings[str(message["session"])] = _map_ring(ring_fd)
+
+    def take_started(self, session: str) -> tuple[Child, Ring | None]:
+        """The program just started for ``session`` (see `_started`)."""
+        return self._children[session], self._started_rings.pop(session, None)
+
     def owner(self) -> KeeperOwner:
         return KeeperOwner(self)
-
-    def register(self, session: str, child: Child) -> None:
-        self._children[session] = child
 
     def unregister(self, session: str) -> None:
         self._children.pop(session, None)
@@ -233,11 +246,7 @@ class KeeperOwner:
             for fd in fds:
                 os.close(fd)
             raise SpawnError(str(reply.get("reason", "cannot start the program")))
-        master, ring_fd = fds
-        os.set_blocking(master, False)
-        child = Child(int(reply["pid"]), master, str(reply["tty"]))
-        self._link.register(spec.session_id, child)
-        return child, _map_ring(ring_fd)
+        return self._link.take_started(spec.session_id)
 
     def forget(self, session_id: str) -> None:
         self._link.unregister(session_id)
