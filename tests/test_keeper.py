@@ -325,10 +325,18 @@ def test_attach_rides_out_a_crash_and_a_restart_and_keeps_what_was_typed(serve: 
     try:
         term.write(b"first\r")
         term.expect(b"got:first")
-        # The server process dies; keys typed while it is away are sent once it is back.
+        # The server process dies, and stays away (its keeper is stopped meanwhile):
+        # attach says so, and what is typed meanwhile is sent once it is back.
+        os.kill(serve.proc.pid, signal.SIGSTOP)
+        try:
+            os.kill(serve.server_pid(), signal.SIGKILL)
+            term.expect(b"reconnecting", timeout=20)
+            term.write(b"while-away\r")
+        finally:
+            os.kill(serve.proc.pid, signal.SIGCONT)
+        offset = term.expect(b"got:while-away", timeout=30)
+        # A crash it hardly notices: the same, without a word.
         os.kill(serve.server_pid(), signal.SIGKILL)
-        term.write(b"while-away\r")
-        offset = term.expect(b"got:while-away", timeout=20)
         # A planned restart, the same way.
         restarted = subprocess.run(
             [PTYVISOR_BIN, "restart", "--url", serve.url],

@@ -6,8 +6,10 @@ dropped connection (a server restart, say) it reconnects with backoff and resume
 from its seq; the replayed bytes lose their queries on the way, as they were answered
 when live (replay.py). A server away for more than a second gets a note on the
 bottom row ("reconnecting…") and, once back, a fresh screen. Keys typed meanwhile are
-kept (a few KiB) and sent once back; more is refused with a bell and a note. A
-session that is gone when the server is back ends the attachment (`SessionGone`).
+kept (a few KiB) and sent once back; more is refused with a bell and a note (keys
+typed in the very instant the connection breaks may be lost with it: nothing
+acknowledges input). A session that is gone when the server is back ends the
+attachment (`SessionGone`).
 """
 
 from __future__ import annotations
@@ -212,11 +214,25 @@ class TerminalAttachment:
         fresh screen from a snapshot, which also wipes the note. Raises SessionGone
         when the server is back but the session is not, and gives up on a refusal."""
         self._connected = False
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._note_when_away)
+            attached = await self._attempt()
+            tg.cancel_scope.cancel()
+        self._connected = True
+        self._live_seq = attached.live_seq
+        if attached.snapshot is not None:
+            self._draw(attached.snapshot)
+        self._status_shown = False
+        await self._flush_pending()
+        return attached
+
+    async def _note_when_away(self) -> None:
+        await anyio.sleep(STATUS_AFTER_SECONDS)
+        self._status("server away: reconnecting…")
+
+    async def _attempt(self) -> Attached:
         delay = 0.1
-        started = anyio.current_time()
         while True:
-            if not self._status_shown and anyio.current_time() - started > STATUS_AFTER_SECONDS:
-                self._status("server away: reconnecting…")
             try:
                 attached = await self._client.reconnect(
                     resume=not self._status_shown, scrollback=False
@@ -229,20 +245,12 @@ class TerminalAttachment:
                 if refused.response.status_code in (401, 403):
                     raise
                 attached = None
-                await anyio.sleep(delay)
             except (OSError, WebSocketException, Disconnected, TimeoutError):
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 2.0)
-                continue
-            if attached is None:
-                continue
-            self._connected = True
-            self._live_seq = attached.live_seq
-            if attached.snapshot is not None:
-                self._draw(attached.snapshot)
-            self._status_shown = False
-            await self._flush_pending()
-            return attached
+                attached = None
+            if attached is not None:
+                return attached
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 class SessionGone(Exception):
