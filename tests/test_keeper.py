@@ -230,25 +230,36 @@ def test_stopping_leaves_no_process_and_no_zombie(
     tmp_path: Path, env: dict[str, str], signum: int
 ) -> None:
     running = Serve(tmp_path, env)
+    try:
 
-    async def start(client: Client) -> None:
-        for script in STUBBORN.values():
-            await client.spawn(["sh", "-c", script])
+        async def start(client: Client) -> None:
+            for script in STUBBORN.values():
+                await client.spawn(["sh", "-c", script])
 
-    running.run(start)
-    keeper = running.proc.pid
+        running.run(start)
+        keeper = running.proc.pid
 
-    def everything_started() -> list[int] | None:
-        tree = _tree(keeper)
-        sleeps = [pid for pid in tree if b"sleep" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        return tree if len(sleeps) >= 9 else None
+        def everything_started() -> list[int] | None:
+            tree = _tree(keeper)
+            sleeps = [pid for pid in tree if b"sleep" in _cmdline(pid)]
+            return tree if len(sleeps) >= 9 else None
 
-    tree = wait_for(everything_started, "every program's processes")
-    orphans = [pid for pid in _orphaned_sleepers() if pid not in tree]
-    assert running.stop(signum) == 0
+        tree = wait_for(everything_started, "every program's processes")
+        orphans = [pid for pid in _orphaned_sleepers() if pid not in tree]
+        assert running.stop(signum) == 0
+    finally:
+        if running.proc.poll() is None:
+            running.stop(signal.SIGKILL)
     left = [pid for pid in [*tree, *orphans] if alive(pid)]
     assert left == [], left
     assert not _orphaned_sleepers(), "a detached child escaped to init"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""  # gone meanwhile
 
 
 def _tree(root: int) -> list[int]:
@@ -264,12 +275,8 @@ def _orphaned_sleepers() -> list[int]:
     """``sleep 1000`` processes anywhere (this test's marker)."""
     found = []
     for name in os.listdir("/proc"):
-        if name.isdigit():
-            with contextlib.suppress(OSError):
-                if Path(f"/proc/{name}/cmdline").read_bytes() == b"sleep\x001000\x00" and alive(
-                    int(name)
-                ):
-                    found.append(int(name))
+        if name.isdigit() and _cmdline(int(name)) == b"sleep\x001000\x00" and alive(int(name)):
+            found.append(int(name))
     return found
 
 
