@@ -198,7 +198,7 @@ def restart(options: argparse.Namespace) -> int:
                 async with Client.connect(server_url(options), token) as client:
                     if client.hello is not None and client.hello.started_at >= asked:
                         return True
-            except (OSError, WebSocketException, Disconnected):
+            except Exception:  # away, or refusing (503) while it hands over: try again
                 pass
             await anyio.sleep(0.1)
         return False

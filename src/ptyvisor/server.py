@@ -526,7 +526,11 @@ async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) ->
     done = anyio.Event()
 
     async def restart() -> None:
-        await _close_clients(server, CloseCode.SERVICE_RESTART, "server restarting")
+        # Stop accepting (new connections wait in the keeper's listening socket for
+        # the next server) and close every client with 1012: "come back in a moment".
+        server.close(code=CloseCode.SERVICE_RESTART, reason="server restarting")
+        with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS):
+            await server.wait_closed()
         sessions = [await session.handover() for session in supervisor.sessions()]
         await keeper.send({"op": "handover", "sessions": sessions})
         done.set()
@@ -536,10 +540,3 @@ async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) ->
         await keeper.send({"op": "ready"})
         await done.wait()
         tg.cancel_scope.cancel()
-
-
-async def _close_clients(server: Server, code: CloseCode, reason: str) -> None:
-    with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS):
-        async with anyio.create_task_group() as tg:
-            for connection in list(server.connections):
-                tg.start_soon(connection.close, code, reason)

@@ -4,14 +4,17 @@ redraws from a snapshot when the missed output is no longer held."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from ..conftest import wait_for
+from ..conftest import PTYVISOR_BIN, wait_for
 from .conftest import (
     PYTHON,
     Server,
@@ -145,6 +148,61 @@ def session_id(server: Server) -> str:
     return identifier
 
 
+def server_process(server: Server) -> int:
+    """The pid of the server process under ``serve`` (the keeper)."""
+
+    def find() -> int | None:
+        for task in os.listdir(f"/proc/{server.proc.pid}/task"):
+            children = Path(f"/proc/{server.proc.pid}/task/{task}/children").read_text()
+            for child in children.split():
+                if b"ptyvisor.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    return int(child)
+        return None
+
+    return wait_for(find, "the server process")
+
+
+RECORD_BANNER = """
+window.bannerTexts = [];
+new MutationObserver(() => {
+  const banner = document.getElementById("banner");
+  if (!banner.hidden) window.bannerTexts.push(document.getElementById("banner-text").textContent);
+}).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+
+
+def test_the_page_rides_out_a_restart_and_a_crash(
+    server: Server, page: Page, tmp_path: Path
+) -> None:
+    """The programs outlive the server process: a planned restart (the page says the
+    server is restarting) and a crash (kill -9), and the terminal resumes with every
+    line exactly once."""
+    login(page, server)
+    start_counter(page, tmp_path)
+    wait_for_terminal(page, r"^line 200$")
+    page.evaluate(RECORD_BANNER)
+    env = {**os.environ, "PTYVISOR_TOKEN": server.token}
+    restarted = subprocess.run(
+        [PTYVISOR_BIN, "restart", "--state-dir", str(server.state_dir), "--url",
+         f"ws://{server.host_port}/"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert restarted.returncode == 0, restarted.stderr
+    wait_for_terminal(page, rf"^line {last_number(page) + 200}$")
+    texts = page.evaluate("window.bannerTexts")
+    assert any(text.startswith("Server restarting") for text in texts), texts
+    assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "exact"
+    os.kill(server_process(server), signal.SIGKILL)
+    wait_for(lambda: server_process(server) > 0, "a new server process")
+    wait_for_terminal(page, rf"^line {last_number(page) + 300}$", timeout=30)
+    expect(page.locator("#banner")).to_be_hidden()
+    assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "exact"
+    total = stop_counter(page, tmp_path)
+    numbers = numbers_in(terminal_lines(page))
+    assert numbers == list(range(numbers[0], total + 1)), "every line exactly once, in order"
+    assert len(server.sessions()) == 1
+
+
 def test_server_restart(tmp_path: Path, page: Page) -> None:
     token = "restart-token-" + "r" * 20
     server = start_server(tmp_path, "--token", token, run="first")
@@ -158,7 +216,7 @@ def test_server_restart(tmp_path: Path, page: Page) -> None:
     banner = page.locator("#banner")
     expect(banner).to_be_visible()
     # Back on the same port with the same token: the page reconnects by itself.
-    # Sessions do not survive a restart, and the page says what became of its pane.
+    # Sessions do not survive a stop, and the page says what became of its pane.
     server = start_server(tmp_path, "--token", token, port=port, run="second")
     try:
         expect(banner).to_be_hidden(timeout=20_000)

@@ -33,6 +33,9 @@ export class ConnectionLost extends Error {
 
 const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 8000;
+const RESTART_RETRY_MS = 100;
+/** WebSocket close code the server sends before a planned restart. */
+const SERVICE_RESTART = 1012;
 const CONNECT_TIMEOUT_MS = 10000;
 
 /**
@@ -59,6 +62,11 @@ export class Connection extends EventTarget {
     this._pending = new Map();
     /** @type {number | undefined} */
     this._retryTimer = undefined;
+    /**
+     * The server said it is restarting (close code 1012): its sessions keep running
+     * and the next server takes over in a moment.
+     */
+    this.restarting = false;
   }
 
   get url() {
@@ -159,6 +167,7 @@ export class Connection extends EventTarget {
         greeted = true;
         clearTimeout(timeout);
         this.hello = message;
+        this.restarting = false;
         this._attempt = 0;
         this._setState("open");
         this._emit("open", message);
@@ -167,10 +176,11 @@ export class Connection extends EventTarget {
       this._emit("message", message);
       this._settle(message);
     });
-    ws.addEventListener("close", () => {
+    ws.addEventListener("close", (event) => {
       clearTimeout(timeout);
       if (this._ws !== ws) return;
       this._ws = null;
+      if (greeted) this.restarting = event.code === SERVICE_RESTART;
       for (const pending of this._pending.values()) pending.reject(new ConnectionLost());
       this._pending.clear();
       this._scheduleRetry(greeted);
@@ -202,7 +212,9 @@ export class Connection extends EventTarget {
         return;
       }
     }
-    const base = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this._attempt);
+    // A restarting server is back within a second or two: keep the first tries quick.
+    const first = this.restarting ? RESTART_RETRY_MS : BACKOFF_FIRST_MS;
+    const base = Math.min(BACKOFF_MAX_MS, first * 2 ** this._attempt);
     const delay = base * (0.8 + Math.random() * 0.4); // jitter: tabs don't retry in step
     this._attempt += 1;
     this.retryAt = Date.now() + delay;

@@ -346,7 +346,11 @@ class App {
     banner.hidden = !down;
     document.body.classList.toggle("disconnected", down);
     if (!down) return;
-    const lead = this.everOpen ? "Disconnected from the server" : "Cannot reach the server";
+    const lead = this.connection.restarting
+      ? "Server restarting"
+      : this.everOpen
+        ? "Disconnected from the server"
+        : "Cannot reach the server";
     const wait = Math.ceil((this.connection.retryAt - Date.now()) / 1000);
     const text =
       state === "connecting" || wait <= 0
