@@ -116,16 +116,22 @@ def codex_overrides() -> list[str]:
     return args
 
 
-def launch(agent: AgentName, args: Sequence[str], *, session_dir: Path) -> Launch:
-    """The argv and environment additions that start ``agent`` with our extension."""
+def launch(
+    agent: AgentName, args: Sequence[str], *, session_dir: Path, resume: str | None = None
+) -> Launch:
+    """The argv and environment additions that start ``agent`` with our extension;
+    ``resume``: the agent's own id of a conversation to continue (`resume_args`)."""
+    extra = resume_args(agent, resume) if resume is not None else []
     match agent:
         case "claude-code":
             settings = json.dumps(claude_settings(), separators=(",", ":"))
-            return Launch(["claude", "--settings", settings, *args])
+            return Launch(["claude", "--settings", settings, *args, *extra])
         case "codex":
             # Codex refuses a flag given twice, so one the user passed is not repeated.
+            # Resuming is a subcommand (``resume <id>``), which the flags follow.
             flags = [f for f in CODEX_FLAGS if f not in args]
-            return Launch(["codex", *flags, *codex_overrides(), *args])
+            head, tail = (extra[:1], extra[1:]) if extra else ([], [])
+            return Launch(["codex", *head, *flags, *codex_overrides(), *args, *tail])
         case "opencode":
             plugin_dir = session_dir / "opencode" / "plugin"
             plugin_dir.mkdir(parents=True, exist_ok=True)
@@ -134,10 +140,25 @@ def launch(agent: AgentName, args: Sequence[str], *, session_dir: Path) -> Launc
             if not target.exists():
                 target.symlink_to(source)
             return Launch(
-                ["opencode", *args], {"OPENCODE_CONFIG_DIR": str(session_dir / "opencode")}
+                ["opencode", *args, *extra],
+                {"OPENCODE_CONFIG_DIR": str(session_dir / "opencode")},
             )
         case "pi":
             if any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
-                return Launch(["pi", *args])  # machine-read stdout: no frames there
+                return Launch(["pi", *args, *extra])  # machine-read stdout: no frames there
             extension = extensions_dir() / "pi" / "ptyvisor.js"
-            return Launch(["pi", "--extension", str(extension), *args])
+            return Launch(["pi", "--extension", str(extension), *args, *extra])
+
+
+def resume_args(agent: AgentName, native_session_id: str) -> list[str]:
+    """The agent's own way to continue conversation ``native_session_id`` (checked
+    against the pinned versions: Claude Code 2.1.332 ``--resume <id>``, Codex 0.171
+    ``resume <id>`` (a subcommand, see `launch`), OpenCode 1.18 ``--session <id>``,
+    Pi 0.73 ``--session <id>`` (a session UUID or a prefix of it))."""
+    match agent:
+        case "claude-code":
+            return ["--resume", native_session_id]
+        case "codex":
+            return ["resume", native_session_id]
+        case "opencode" | "pi":
+            return ["--session", native_session_id]

@@ -225,10 +225,17 @@ class Client:
             raise ServerError(reply)
         return reply
 
-    async def list(self) -> list[SessionSummary]:
-        reply = await self.request({"type": "list"})
+    async def list(self, *, all: bool = False) -> list[SessionSummary]:
+        """The sessions; with ``all``, also the past ones the records keep."""
+        reply = await self.request({"type": "list", "all": all})
         assert isinstance(reply, Sessions)
         return reply.sessions
+
+    async def resume(self, session_id: str, *, rerun: bool = False) -> SessionSummary:
+        """Start ``session_id`` again on its own conversation (see protocol.Resume)."""
+        reply = await self.request({"type": "resume", "session": session_id, "rerun": rerun})
+        assert isinstance(reply, Spawned)
+        return reply.session
 
     async def watch_sessions(self) -> None:
         await self.request({"type": "watch_sessions"})

@@ -17,8 +17,8 @@ from ptyvisor import __version__, serve_options
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, Disconnected, ServerError
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, default_state_dir, read_token
-from ptyvisor.protocol import SessionSummary, wire_schema
-from ptyvisor.tty_attach import SessionGone
+from ptyvisor.protocol import Error, SessionSummary, wire_schema
+from ptyvisor.tty_attach import SessionGone, TerminalAttachment, parse_key
 
 PHASE_LABELS = {
     "unavailable": "Live",
@@ -66,6 +66,26 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("ls", help="list sessions")
     client_options(ls)
     ls.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    ls.add_argument(
+        "--all",
+        action="store_true",
+        help="also past sessions (exited, or from before a restart or reboot)",
+    )
+
+    resume = sub.add_parser(
+        "resume",
+        help="start a past agent session again on its own conversation",
+        description="Start session ID again: an agent on its own conversation (its CLI's "
+        "resume flag), in the same directory, with the same name. A plain command is "
+        "started again with the same arguments only with --rerun. Attaches this terminal "
+        "when it is one, else prints the new session's id.",
+    )
+    client_options(resume)
+    resume.add_argument("session", metavar="ID", help="session id (see ls --all), or a prefix")
+    resume.add_argument(
+        "--rerun", action="store_true", help="start a plain command again (no conversation)"
+    )
+    resume.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
 
     restart = sub.add_parser(
         "restart",
@@ -215,18 +235,26 @@ def server_url(options: argparse.Namespace) -> str:
 
 
 async def _client_command(options: argparse.Namespace) -> int:
-    from ptyvisor.tty_attach import TerminalAttachment, parse_key
-
     token = options.token or read_token()
     async with Client.connect(server_url(options), token) as client:
         match options.command:
             case "ls":
-                sessions = await client.list()
+                sessions = await client.list(all=options.all)
                 if options.json:
                     print(json.dumps([s.model_dump(mode="json") for s in sessions], indent=2))
                 else:
                     print(format_table(sessions))
                 return 0
+            case "resume":
+                found = _unique(await client.list(all=True), options.session)
+                session = await client.resume(found, rerun=options.rerun)
+                if not sys.stdin.isatty():
+                    print(session.id)
+                    return 0
+                await client.resize(session.id, *_terminal_size())
+                attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
+                code = await attachment.run()
+                return _finish(code, session.id, reachable=attachment.connected)
             case "kill":
                 await client.kill(options.session)
                 return 0
@@ -339,17 +367,35 @@ def _terminal_size() -> tuple[int, int]:
     return size.columns, size.lines
 
 
+def _unique(sessions: list[SessionSummary], wanted: str) -> str:
+    """The id of the one session whose id is ``wanted`` or starts with it; raises
+    ServerError (printed as one line) for none or several."""
+    ids = [s.id for s in sessions if s.id.startswith(wanted)]
+    if wanted in ids:
+        return wanted
+    if len(ids) == 1:
+        return ids[0]
+    if not ids:
+        raise ServerError(Error(code="unknown_session", message=f"no session {wanted!r}"))
+    several = f"{wanted!r} matches several sessions: {', '.join(sorted(ids))}"
+    raise ServerError(Error(code="bad_request", message=several))
+
+
 def format_table(sessions: list[SessionSummary]) -> str:
     rows = [("ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "PENDING", "COMMAND")]
     now = time.time() * 1000
     for s in sessions:
         process: str = s.process.state
-        if s.process.state == "exited":
+        if s.process.ended == "lost":
+            process = "lost"
+        elif s.process.state == "exited":
             process = (
                 f"exited {s.process.exit_code}"
                 if s.process.signal is None
                 else f"killed sig {s.process.signal}"
             )
+        if s.past:
+            process = f"past, {process}"
         rows.append(
             (
                 s.id,

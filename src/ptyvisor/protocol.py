@@ -37,6 +37,7 @@ RequestId = (
 REQUEST_ID = TypeAdapter[RequestId](RequestId)
 Cols = Annotated[int, Field(ge=1, le=1000)]
 Rows = Annotated[int, Field(ge=1, le=500)]
+Ended = Literal["exited", "killed", "server", "lost"]
 SignalName = Literal["HUP", "INT", "QUIT", "TERM", "KILL", "USR1", "USR2", "CONT", "STOP", "WINCH"]
 
 
@@ -64,6 +65,12 @@ class ProcessState(_Model):
     exit_code: int | None = None
     signal: int | None = None
     exited_at: int | None = Field(default=None, description="Unix ms")
+    ended: Ended | None = Field(
+        default=None,
+        description="How it came to end: exited (by itself), killed (a client asked: kill "
+        "or close), server (stopped with the server), lost (it ended while no server ran, "
+        "a reboot say: exit_code and signal are unknown)",
+    )
 
 
 class RawNames(_Model):
@@ -104,6 +111,14 @@ class SessionSummary(_Model):
     raw: RawNames | None = Field(
         default=None,
         description="Exact bytes of argv, command and cwd when any is not valid UTF-8",
+    )
+    past: bool = Field(
+        default=False,
+        description="A session from the records (list with all): no longer served, no "
+        "program runs; it can be resumed (see resume)",
+    )
+    resumed_from: str | None = Field(
+        default=None, description="The session this one resumed (see resume)"
     )
     clients: int
     created_at: int = Field(description="Unix ms")
@@ -158,6 +173,10 @@ class SessionStats(_Model):
 
 class ListSessions(_Request):
     type: Literal["list"]
+    all: bool = Field(
+        default=False,
+        description="Also the past sessions the records keep (marked past), newest first",
+    )
 
 
 class WatchSessions(_Request):
@@ -323,6 +342,19 @@ class SendMessage(_Request):
     message: str
 
 
+class Resume(_Request):
+    """Start a session again: an agent on its own conversation (its CLI's resume flag
+    with the native_session_id it reported), in the same working directory, with the
+    same name and size, linked by resumed_from. A plain command has no conversation:
+    it is started again with the same argv only with ``rerun``. Errors:
+    ``unknown_session``, ``not_resumable`` (still running, or nothing to resume without
+    ``rerun``), ``spawn_failed``."""
+
+    type: Literal["resume"]
+    session: SessionId
+    rerun: bool = False
+
+
 class Unsend(_Request):
     """Delete the session's queued message, if any."""
 
@@ -346,7 +378,8 @@ ClientMessage = Annotated[
     | GetStats
     | Answer
     | SendMessage
-    | Unsend,
+    | Unsend
+    | Resume,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
@@ -474,6 +507,7 @@ ErrorCode = Literal[
     "not_answerable",
     "bad_request",
     "not_running",
+    "not_resumable",
     "internal",
 ]
 

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import sqlite3
 import time
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -58,6 +59,7 @@ from ptyvisor.protocol import (
     Ok,
     RequestSnapshot,
     Resize,
+    Resume,
     SendMessage,
     SendSignal,
     Sessions,
@@ -69,9 +71,10 @@ from ptyvisor.protocol import (
     UnwatchSessions,
     WatchSessions,
 )
-from ptyvisor.session import MAX_MESSAGE, Session
+from ptyvisor.records import Records
+from ptyvisor.session import MAX_MESSAGE, Session, now_ms
 from ptyvisor.spawn import SpawnError
-from ptyvisor.supervisor import Supervisor, UnknownSession
+from ptyvisor.supervisor import NotResumable, Supervisor, UnknownSession
 from ptyvisor.webpage import WebPage
 
 log = logging.getLogger(__name__)
@@ -249,7 +252,8 @@ class Connection:
         supervisor = self._supervisor
         match request:
             case ListSessions():
-                self._reply(Sessions(req_id=request.req_id, sessions=supervisor.summaries()))
+                listed = supervisor.summaries(past=request.all)
+                self._reply(Sessions(req_id=request.req_id, sessions=listed))
             case WatchSessions():
                 supervisor.watch(self.outbox)
                 self._ok(request.req_id)
@@ -296,7 +300,9 @@ class Connection:
                 session.send_signal(SIGNALS[request.signal])
                 self._ok(request.req_id)
             case Kill():
-                await supervisor.get(request.session).terminate()
+                session = supervisor.get(request.session)
+                session.kill_requested = True
+                await session.terminate()
                 self._ok(request.req_id)
             case Close():
                 await supervisor.close(request.session)
@@ -354,6 +360,14 @@ class Connection:
             case Unsend():
                 supervisor.get(request.session).drop_message()
                 self._ok(request.req_id)
+            case Resume():
+                try:
+                    session = await supervisor.resume(request.session, rerun=request.rerun)
+                except NotResumable as error:
+                    raise RequestError("not_resumable", str(error)) from None
+                except SpawnError as error:
+                    raise RequestError("spawn_failed", str(error)) from None
+                self._reply(Spawned(req_id=request.req_id, session=session.summary()))
             case _:
                 assert_never(request)
 
@@ -445,8 +459,12 @@ async def _serve(
     config: ServerConfig, keeper: KeeperLink | None, task_status: anyio.abc.TaskStatus[Server]
 ) -> None:
     control_listener: socket.socket | None
+    records = _open_records(config)
     async with anyio.create_task_group() as tg:
-        supervisor = Supervisor(config, tg, LocalOwner(tg) if keeper is None else keeper.owner())
+        owner = LocalOwner(tg) if keeper is None else keeper.owner()
+        supervisor = Supervisor(config, tg, owner, records)
+        if records is not None:
+            tg.start_soon(records.run)
         if keeper is None:
             control_listener = descriptors.bind_private_unix(control_path(config.state_dir))
             config.control_path = (
@@ -458,6 +476,10 @@ async def _serve(
             for adopted in keeper.adopted:
                 supervisor.adopt(adopted, keeper.handed_over.get(adopted.session))
             where = {"sock": keeper.tcp}
+        if records is not None:
+            # Sessions recorded as running that no program backs any more ended while
+            # no server ran (a reboot, a kill -9 of everything).
+            records.lost((s.id for s in supervisor.sessions()), at=now_ms())
         page = WebPage()
 
         clients = 0
@@ -517,6 +539,8 @@ async def _serve(
                 control_listener.close()
                 with contextlib.suppress(OSError):
                     os.unlink(config.control_path)
+    if records is not None:
+        records.close()
 
 
 async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) -> None:
@@ -535,8 +559,20 @@ async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) ->
         await keeper.send({"op": "handover", "sessions": sessions})
         done.set()
 
+    def stop() -> None:
+        supervisor.stopping_for_good()
+        done.set()
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: keeper.run(on_stop=done.set, on_restart=restart))
+        tg.start_soon(lambda: keeper.run(on_stop=stop, on_restart=restart))
         await keeper.send({"op": "ready"})
         await done.wait()
         tg.cancel_scope.cancel()
+
+
+def _open_records(config: ServerConfig) -> Records | None:
+    try:
+        return Records(config.state_dir)
+    except (OSError, sqlite3.Error) as error:
+        log.warning("no session records (%s): past sessions cannot be listed or resumed", error)
+        return None

@@ -49,6 +49,7 @@ from ptyvisor.proctable import ProcessTable, in_session_tree
 from ptyvisor.protocol import (
     ActivityChanged,
     Attached,
+    Ended,
     ProcessChanged,
     ProcessState,
     RawNames,
@@ -61,6 +62,7 @@ from ptyvisor.protocol import (
     TerminalModesModel,
     TermSize,
 )
+from ptyvisor.records import Records
 from ptyvisor.renderer import QUIET_SECONDS, Renderer
 from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
@@ -176,6 +178,8 @@ class Session:
         holds: Callable[[str, str], bool] | None = None,
         processes: ProcessTable | None = None,
         owner: Owner | None = None,
+        records: Records | None = None,
+        resumed_from: str | None = None,
     ) -> None:
         """``ring``: shared memory to mirror output into, and to resume from when it
         already holds some (a program adopted after a server restart)."""
@@ -196,6 +200,11 @@ class Session:
         self._answerable_shown = False
         self._processes = processes or ProcessTable()
         self._owner = owner
+        self._records = records
+        self.resumed_from = resumed_from
+        self.kill_requested = False
+        """A client asked for it (kill or close): its end is ``killed``."""
+        self._ending: Ended = "exited"
         self._stop_program_on_exit = owner is None or owner.stops_programs_on_exit
         self.size = TermSize(cols=cols, rows=rows)
         self.child = child
@@ -252,6 +261,8 @@ class Session:
             # keeper owns it, which keeps it running for the next server.
             with anyio.CancelScope(shield=True):
                 if self.closed or self._stop_program_on_exit or self.exited.is_set():
+                    if not self.closed:
+                        self._ending = "server"  # it ends because this server does
                     await self.terminate()
                 self.child.close_fd()
             self.finished.set()
@@ -459,13 +470,23 @@ class Session:
             # end-of-file tells the reader) is read first.
             self._drain(EXIT_DRAIN_BYTES)
         at = now_ms()
+        ended: Ended = "killed" if self.kill_requested or self.closed else self._ending
         self.process = ProcessState(
             state="exited",
             pid=self.child.pid,
             exit_code=self.child.exit_code,
             signal=self.child.signal,
             exited_at=at,
+            ended=ended,
         )
+        if self._records is not None:
+            self._records.ended(
+                self.id,
+                at=at,
+                how=ended,
+                exit_code=self.child.exit_code,
+                signal=self.child.signal,
+            )
         if self.tracker.process_exited(
             exit_code=self.child.exit_code, signal=self.child.signal, now_ms=at
         ):
@@ -589,6 +610,8 @@ class Session:
         self.child.resize(cols, rows)
         if self._owner is not None:
             self._owner.resized(self.id, cols, rows)
+        if self._records is not None:
+            self._records.resized(self.id, cols, rows)
         await self.renderer.resize(cols, rows)
         self._broadcast(Resized(session=self.id, size=size).model_dump_json())
         self._on_change()
@@ -717,6 +740,7 @@ class Session:
             command=[display(arg) for arg in self.command],
             cwd=display(self.cwd),
             raw=self._raw_names,
+            resumed_from=self.resumed_from,
             agent=self.agent or activity.agent,
             process=self.process,
             activity=activity,
@@ -742,6 +766,16 @@ class Session:
 
     def _activity_changed(self) -> None:
         self._answerable_shown = self.answerable
+        activity = self.tracker.activity
+        if self._records is not None:
+            self._records.activity(
+                self.id,
+                phase=activity.phase.value,
+                since=activity.since,
+                reason=activity.reason,
+                native_session_id=activity.native_session_id,
+                agent=activity.agent,
+            )
         changed = ActivityChanged(
             session=self.id,
             activity=self.tracker.activity,

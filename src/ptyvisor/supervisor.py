@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -11,18 +12,21 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
-from ptyvisor.agents import AgentName, launch
+from ptyvisor.activity import Activity, ActivityPhase
+from ptyvisor.agents import AGENTS, AgentName, launch
 from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import PendingRequests
 from ptyvisor.frames import new_nonce
+from ptyvisor.jsontext import display
 from ptyvisor.keeperlink import Adopted
 from ptyvisor.outbox import Outbox
 from ptyvisor.owner import Owner, ProgramSpec
 from ptyvisor.proctable import ProcessTable
-from ptyvisor.protocol import SessionClosed, SessionSummary
+from ptyvisor.protocol import ProcessState, SessionClosed, SessionSummary, TermSize
+from ptyvisor.records import Record, Records
 from ptyvisor.ring import Ring
-from ptyvisor.session import Identity, Session, new_session_id, now_ms
+from ptyvisor.session import Identity, Session, new_session_id, now_ms, raw_names
 from ptyvisor.spawn import SpawnError, program_environment
 
 log = logging.getLogger(__name__)
@@ -32,13 +36,24 @@ class UnknownSession(KeyError):
     """No session has that id (it never existed or was closed)."""
 
 
+class NotResumable(Exception):
+    """The session cannot be started again; the message says why."""
+
+
 class Supervisor:
     """Owns every session's tasks; sessions outlive the clients that started them."""
 
-    def __init__(self, config: ServerConfig, task_group: TaskGroup, owner: Owner) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        task_group: TaskGroup,
+        owner: Owner,
+        records: Records | None = None,
+    ) -> None:
         self.config = config
         self._tg = task_group
         self.owner = owner
+        self.records = records
         self._sessions: dict[str, Session] = {}
         self._watchers: set[Outbox] = set()
         self._processes = ProcessTable()
@@ -56,15 +71,18 @@ class Supervisor:
         cols: int,
         rows: int,
         agent: AgentName | None = None,
+        resume: str | None = None,
+        resumed_from: str | None = None,
     ) -> Session:
-        """Start a session; raises SpawnError (nothing registered) if the program cannot start."""
+        """Start a session; raises SpawnError (nothing registered) if the program cannot
+        start. ``resume``: the agent's own id of a conversation to continue."""
         session_id = new_session_id()
         while session_id in self._sessions:
             session_id = new_session_id()
         extra_env: dict[str, str] = {}
         command = list(argv)
         if agent is not None:
-            started = launch(agent, argv, session_dir=self.session_dir(session_id))
+            started = launch(agent, argv, session_dir=self.session_dir(session_id), resume=resume)
             # What the user asked for: the agent's program and their own arguments,
             # without the extension flags (a page-long hooks JSON for Claude).
             command = [started.argv[0], *argv]
@@ -96,9 +114,52 @@ class Supervisor:
         except SpawnError:
             shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
             raise
-        session = self._add(identity, child, ring, cols=cols, rows=rows)
+        session = self._add(identity, child, ring, cols=cols, rows=rows, resumed_from=resumed_from)
         log.info("session %s started: %s (pid %d)", session_id, session.name, child.pid)
         return session
+
+    async def resume(self, session_id: str, *, rerun: bool) -> Session:
+        """Start ``session_id`` again (see protocol.Resume); raises UnknownSession,
+        NotResumable or SpawnError."""
+        live = self._sessions.get(session_id)
+        if live is not None and not live.exited.is_set():
+            raise NotResumable(f"session {session_id} is still running")
+        record = self.records.get(session_id) if self.records is not None else None
+        if live is not None:
+            identity, native = live.identity, live.tracker.activity.native_session_id
+            cols, rows = live.size.cols, live.size.rows
+        elif record is not None:
+            identity, native = Identity.from_json(record.identity), record.native_session_id
+            cols, rows = record.cols, record.rows
+        else:
+            raise UnknownSession(session_id)
+        agent = identity.agent
+        if agent in AGENTS and native:
+            args, resume = identity.command[1:], native
+        elif rerun:
+            args = identity.command[1:] if agent in AGENTS else identity.argv
+            resume = None
+        elif agent in AGENTS:
+            raise NotResumable(
+                f"{agent} never reported its conversation's id in session {session_id}: "
+                "nothing to resume (rerun starts it afresh)"
+            )
+        else:
+            raise NotResumable(
+                f"session {session_id} ran a plain command, which has no conversation to "
+                "resume (rerun starts it again with the same arguments)"
+            )
+        return await self.spawn(
+            args,
+            cwd=identity.cwd,
+            env={},
+            name=identity.name,
+            cols=cols,
+            rows=rows,
+            agent=agent if agent in AGENTS else None,
+            resume=resume,
+            resumed_from=session_id,
+        )
 
     def _environment(self, identity: Identity, requested: Mapping[str, str]) -> dict[str, str]:
         """The program's environment (see the README's *Environment of a program*)."""
@@ -113,8 +174,24 @@ class Supervisor:
         return env
 
     def _add(
-        self, identity: Identity, child: Child, ring: Ring | None, *, cols: int, rows: int
+        self,
+        identity: Identity,
+        child: Child,
+        ring: Ring | None,
+        *,
+        cols: int,
+        rows: int,
+        resumed_from: str | None = None,
     ) -> Session:
+        if self.records is not None:
+            self.records.started(
+                identity.to_json(),
+                name=display(identity.name),
+                cols=cols,
+                rows=rows,
+                pid=child.pid,
+                resumed_from=resumed_from,
+            )
         session = Session(
             identity,
             child,
@@ -127,6 +204,8 @@ class Supervisor:
             holds=self.requests.holds,
             processes=self._processes,
             owner=self.owner,
+            records=self.records,
+            resumed_from=resumed_from,
         )
         self._sessions[identity.id] = session
         self._tg.start_soon(self._run, session, name=f"session {identity.id}")
@@ -142,8 +221,32 @@ class Supervisor:
         )
         if handed_over is not None:
             session.take_over(handed_over)
+        else:
+            # After a crash: the last activity the records know, until the next frame.
+            record = self.records.get(identity.id) if self.records is not None else None
+            if record is not None and record.phase is not None:
+                session.tracker.resume(
+                    Activity(
+                        phase=ActivityPhase(record.phase),
+                        since=record.phase_since or identity.created_at,
+                        agent=record.agent,
+                        reason=record.reason,
+                        native_session_id=record.native_session_id,
+                    )
+                )
         log.info("session %s adopted: %s (pid %d)", identity.id, identity.name, adopted.child.pid)
         return session
+
+    def stopping_for_good(self) -> None:
+        """The keeper stops every program once this server is gone: record that."""
+        if self.records is None:
+            return
+        for session in self._sessions.values():
+            if not session.exited.is_set():
+                self.records.ended(
+                    session.id, at=now_ms(), how="server", exit_code=None, signal=None
+                )
+        self.records.flush()
 
     def sessions(self) -> list[Session]:
         return list(self._sessions.values())
@@ -191,9 +294,20 @@ class Supervisor:
         session.close()
         await session.finished.wait()
 
-    def summaries(self) -> list[SessionSummary]:
-        """Every session's summary. One that cannot be made (a bug) is left out and
-        logged once, so that it never takes the whole list down with it."""
+    def summaries(self, *, past: bool = False) -> list[SessionSummary]:
+        """Every session's summary; with ``past``, then the records' past sessions,
+        newest first. One that cannot be made (a bug) is left out and logged once, so
+        that it never takes the whole list down with it."""
+        summaries = self._live_summaries()
+        if past and self.records is not None:
+            live = set(self._sessions)
+            for record in self.records.all():
+                if record.id not in live:
+                    with contextlib.suppress(Exception):
+                        summaries.append(past_summary(record))
+        return summaries
+
+    def _live_summaries(self) -> list[SessionSummary]:
         summaries = []
         for session in list(self._sessions.values()):
             try:
@@ -220,3 +334,38 @@ class Supervisor:
         """A summary changed: every watcher gets the current list once its sender runs."""
         for outbox in self._watchers:
             outbox.mark_sessions_dirty()
+
+
+def past_summary(record: Record) -> SessionSummary:
+    """A session the records keep, as the protocol shows it (``past``)."""
+    identity = Identity.from_json(record.identity)
+    phase = ActivityPhase(record.phase) if record.phase else ActivityPhase.UNAVAILABLE
+    return SessionSummary(
+        id=record.id,
+        name=record.name,
+        argv=[display(arg) for arg in identity.argv],
+        command=[display(arg) for arg in identity.command],
+        cwd=display(identity.cwd),
+        agent=record.agent,
+        process=ProcessState(
+            state="exited",
+            pid=record.pid,
+            exit_code=record.exit_code,
+            signal=record.signal,
+            exited_at=record.ended_at,
+            ended=record.ended,  # type: ignore[arg-type]
+        ),
+        activity=Activity(
+            phase=phase,
+            since=record.phase_since or record.created_at,
+            agent=record.agent,
+            reason=record.reason,
+            native_session_id=record.native_session_id,
+        ),
+        raw=raw_names(identity.argv, identity.command, identity.cwd),
+        past=True,
+        resumed_from=record.resumed_from,
+        clients=0,
+        created_at=record.created_at,
+        size=TermSize(cols=record.cols, rows=record.rows),
+    )
