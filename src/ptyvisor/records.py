@@ -32,6 +32,8 @@ from typing import Any
 
 import anyio
 
+from ptyvisor.config import ensure_state_dir
+
 log = logging.getLogger(__name__)
 
 FILE = "records.sqlite3"
@@ -101,7 +103,7 @@ class Record:
 
 class Records:
     def __init__(self, state_dir: Path) -> None:
-        path = state_dir / FILE
+        path = ensure_state_dir(state_dir) / FILE
         # Made 0600 before SQLite opens it (it would use the umask).
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
         path.chmod(0o600)

@@ -458,8 +458,21 @@ async def run_server(
 async def _serve(
     config: ServerConfig, keeper: KeeperLink | None, task_status: anyio.abc.TaskStatus[Server]
 ) -> None:
-    control_listener: socket.socket | None
     records = _open_records(config)
+    try:
+        await _serve_sessions(config, keeper, records, task_status)
+    finally:
+        if records is not None:
+            records.close()
+
+
+async def _serve_sessions(
+    config: ServerConfig,
+    keeper: KeeperLink | None,
+    records: Records | None,
+    task_status: anyio.abc.TaskStatus[Server],
+) -> None:
+    control_listener: socket.socket | None
     async with anyio.create_task_group() as tg:
         owner = LocalOwner(tg) if keeper is None else keeper.owner()
         supervisor = Supervisor(config, tg, owner, records)
@@ -539,8 +552,6 @@ async def _serve(
                 control_listener.close()
                 with contextlib.suppress(OSError):
                     os.unlink(config.control_path)
-    if records is not None:
-        records.close()
 
 
 async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) -> None:

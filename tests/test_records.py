@@ -1,0 +1,136 @@
+"""Session records: kept in SQLite across restarts and reboots, never holding output,
+environment values or the nonce; ``ls --all`` and ``resume`` read them."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ptyvisor.client import Client, ServerError
+from ptyvisor.config import ServerConfig
+from ptyvisor.records import FILE, MIGRATIONS, Records
+from ptyvisor.server import run_server
+
+from .conftest import PTYVISOR_BIN, TOKEN, child_env, output_until, poll
+
+pytestmark = pytest.mark.anyio
+
+SECRET_VALUE = "env-value-never-kept-0xC0FFEE"
+OUTPUT = "output-never-kept-0xBEEF"
+
+
+async def serving(config: ServerConfig, scenario: object) -> None:
+    """Run ``scenario(client)`` against a fresh in-process server on ``config``."""
+    async with anyio.create_task_group() as tg:
+        await tg.start(run_server, config)
+        async with Client.connect(config.url, TOKEN) as client:
+            await scenario(client)  # type: ignore[operator]
+        tg.cancel_scope.cancel()
+
+
+async def test_records_outlive_the_server_and_keep_no_secrets(tmp_path: Path) -> None:
+    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+    ids: dict[str, str] = {}
+    nonce = ""
+
+    async def first(client: Client) -> None:
+        nonlocal nonce
+        script = (
+            f'echo "{OUTPUT} N=$PTYVISOR_NONCE."; '
+            f"{PTYVISOR_BIN} emit activity working --agent tester --reason 'on it'; "
+            f"{PTYVISOR_BIN} emit activity waiting --native-session-id native-42; read x"
+        )
+        session = await client.spawn(
+            ["sh", "-c", script], env={**child_env(), "SECRET": SECRET_VALUE}, name="kept"
+        )
+        ids["kept"] = session.id
+        await client.attach(session.id, since=0)
+        nonce = (await output_until(client, b".\r\n")).decode().split("N=")[1].split(".")[0]
+
+        async def waiting() -> bool:
+            listed = {s.id: s for s in await client.list()}
+            return listed[session.id].activity.phase.value == "waiting"
+
+        await poll(waiting)
+        killed = await client.spawn(["sleep", "60"], name="killed")
+        ids["killed"] = killed.id
+        await client.kill(killed.id)
+        exited = await client.spawn(["sh", "-c", "exit 3"], name="exited")
+        ids["exited"] = exited.id
+
+        async def done() -> bool:
+            listed = {s.id: s for s in await client.list()}
+            return listed[exited.id].process.state == "exited"
+
+        await poll(done)
+
+    await serving(config, first)
+
+    path = config.state_dir / FILE
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    records = Records(config.state_dir)
+    assert records.schema_version == len(MIGRATIONS)
+    everything = b"".join(
+        p.read_bytes() for p in config.state_dir.iterdir() if p.name.startswith(FILE)
+    )
+    for secret in (nonce, SECRET_VALUE, OUTPUT):
+        assert secret.encode() not in everything, secret
+    kept = records.get(ids["kept"])
+    assert kept is not None
+    assert (kept.name, kept.agent, kept.native_session_id) == ("kept", "tester", "native-42")
+    assert kept.identity["nonce"] == ""
+    assert [phase for _, phase, _ in records.timeline(ids["kept"])][:2] == ["working", "waiting"]
+    assert records.timeline(ids["kept"])[0][2] == "on it"
+    ended = {name: records.get(ident) for name, ident in ids.items()}
+    assert ended["killed"] is not None and ended["killed"].ended == "killed"
+    assert ended["exited"] is not None and (ended["exited"].ended, ended["exited"].exit_code) == (
+        "exited",
+        3,
+    )
+    # The in-process server stopped its programs on the way out.
+    assert kept.ended == "server"
+    records.close()
+
+    async def second(client: Client) -> None:
+        listed = {s.id: s for s in await client.list(all=True)}
+        assert set(ids.values()) <= set(listed)
+        assert all(listed[i].past for i in ids.values())
+        assert listed[ids["kept"]].activity.native_session_id == "native-42"
+        assert {s.id for s in await client.list()}.isdisjoint(ids.values())
+        # A plain command has no conversation: only rerun starts it again.
+        with pytest.raises(ServerError) as refused:
+            await client.resume(ids["exited"])
+        assert refused.value.code == "not_resumable"
+        again = await client.resume(ids["exited"], rerun=True)
+        assert (again.name, again.resumed_from, again.argv) == (
+            "exited",
+            ids["exited"],
+            ["sh", "-c", "exit 3"],
+        )
+        with pytest.raises(ServerError) as unknown:
+            await client.resume("s00000000")
+        assert unknown.value.code == "unknown_session"
+        running = await client.spawn(["sleep", "60"])
+        with pytest.raises(ServerError) as busy:
+            await client.resume(running.id)
+        assert busy.value.code == "not_resumable"
+
+    await serving(config, second)
+
+
+def test_migrations_run_once_and_in_order(tmp_path: Path) -> None:
+    tmp_path.mkdir(exist_ok=True)
+    records = Records(tmp_path)
+    assert records.schema_version == len(MIGRATIONS)
+    records.close()
+    again = Records(tmp_path)  # opening again applies nothing twice
+    assert again.schema_version == len(MIGRATIONS)
+    again.close()
+    with sqlite3.connect(tmp_path / FILE) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"sessions", "transitions"} <= tables
