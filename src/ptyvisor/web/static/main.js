@@ -10,6 +10,7 @@ import { ConfirmDialog, describeError, NewSessionDialog, QueueBox } from "./form
 import { InteractionCards } from "./interaction.js";
 import { onShortcut } from "./keys.js";
 import { Notifier } from "./notify.js";
+import { PastSessions, resumeAction } from "./past.js";
 import { SessionList } from "./sessions.js";
 import { SessionStore } from "./store.js";
 import { TerminalPane } from "./terminal.js";
@@ -50,6 +51,7 @@ class App {
     this.everOpen = false;
     /** @type {number | undefined} */
     this._toastTimer = undefined;
+    this._liveKey = "";
 
     this.list = new SessionList(
       /** @type {HTMLUListElement} */ (byId("session-list")),
@@ -89,6 +91,12 @@ class App {
       shown.title = title;
       shown.hidden = title === "";
     });
+    this.past = new PastSessions(
+      /** @type {HTMLDetailsElement} */ (byId("past-sessions")),
+      /** @type {HTMLUListElement} */ (byId("past-list")),
+      (message) => this.connection.request(message),
+      (session) => void this._resume(session),
+    );
     this.store.addEventListener("change", () => this._storeChanged());
 
     const connection = this.connection;
@@ -178,6 +186,10 @@ class App {
       this.focusSessions();
     });
     byId("kill-button").addEventListener("click", () => this._kill());
+    byId("resume-button").addEventListener("click", () => {
+      const session = this.store.get(this.selected);
+      if (session) void this._resume(session);
+    });
     byId("close-button").addEventListener("click", () => this._close());
   }
 
@@ -197,6 +209,26 @@ class App {
     await this._request({ type: "kill", session: session.id }, "Could not kill it");
     // Kill is disabled once the program has exited: keep the focus somewhere useful.
     byId("close-button").focus();
+  }
+
+  /**
+   * Start an exited or past session again (see past.js) and open the new one.
+   * @param {SessionSummary} session
+   */
+  async _resume(session) {
+    const { rerun } = resumeAction(session);
+    try {
+      /** @type {{session: SessionSummary}} */
+      const reply = await this.connection.request({
+        type: "resume",
+        session: session.id,
+        rerun,
+      });
+      this.store.add(reply.session);
+      this.select(reply.session.id, { focusTerminal: true });
+    } catch (error) {
+      this._toast(`Could not start it again: ${describeError(error)}`);
+    }
   }
 
   async _close() {
@@ -245,6 +277,9 @@ class App {
   _message(message) {
     switch (message.type) {
       case "sessions":
+        // The session-list stream only: a reply to a request of ours (the past
+        // sessions' `list {all}`) is that request's business.
+        if (message.req_id !== undefined && message.req_id !== null) break;
         this.store.replaceAll(message.sessions);
         this._restoreSelection();
         break;
@@ -286,6 +321,12 @@ class App {
   }
 
   _storeChanged() {
+    // Past sessions change when live ones come or go (closed, or resumed).
+    const live = [...this.store.sessions.keys()].sort().join(" ");
+    if (live !== this._liveKey) {
+      this._liveKey = live;
+      void this.past.refresh().catch(() => {});
+    }
     const count = this.store.needingInput();
     document.title =
       count > 0
@@ -319,6 +360,9 @@ class App {
     byId("session-extra").textContent = `· ${extra.filter(Boolean).join(" · ")}`;
     /** @type {HTMLButtonElement} */ (byId("kill-button")).disabled =
       session.process.state === "exited";
+    const resume = /** @type {HTMLButtonElement} */ (byId("resume-button"));
+    resume.hidden = session.process.state !== "exited";
+    resume.textContent = resumeAction(session).label;
     this._tick();
   }
 

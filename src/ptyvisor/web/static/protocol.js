@@ -9,6 +9,7 @@
  * @property {number} since unix ms when this phase began
  * @property {string | null} [agent]
  * @property {string | null} [reason]
+ * @property {string | null} [native_session_id]
  *
  * @typedef {object} ProcessState
  * @property {"starting" | "running" | "exited"} state
@@ -16,6 +17,7 @@
  * @property {number | null} [exit_code]
  * @property {number | null} [signal]
  * @property {number | null} [exited_at]
+ * @property {"exited" | "killed" | "server" | "lost" | null} [ended]
  *
  * @typedef {{cols: number, rows: number}} TermSize
  *
@@ -60,6 +62,8 @@
  * @property {number} clients
  * @property {number} created_at
  * @property {TermSize} size
+ * @property {boolean} [past] from the records: nothing runs; it can be resumed
+ * @property {string | null} [resumed_from]
  *
  * @typedef {object} Snapshot
  * @property {SessionSummary} session
