@@ -55,8 +55,8 @@ STOP_GRACE_SECONDS = 2.0
 SERVER_STOP_SECONDS = 5.0
 """How long the server process gets to finish before it is killed."""
 RESTART_BACKOFF = (0.0, 0.5, 1, 2, 5, 10)
-"""Delays before restarting a server that keeps dying young (a broken upgrade)."""
-YOUNG_SECONDS = 10.0
+"""Delays before restarting a server that keeps dying before it serves (a broken
+upgrade, say); one that served is replaced at once."""
 PR_SET_CHILD_SUBREAPER = 36
 HANDLED_SIGNALS = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 
@@ -187,7 +187,8 @@ class Keeper:
         self._stopping = False
         self._restarting = False
         self._server_started = 0.0
-        self._deaths = 0
+        self._served = False
+        self._failed_starts = 0
         self._next_start = 0.0
         self._server_deadline: float | None = None
         self._selector = selectors.DefaultSelector()
@@ -276,6 +277,7 @@ class Keeper:
         self.link = keeper_end
         self._selector.register(keeper_end, selectors.EVENT_READ)
         self._server_started = time.monotonic()
+        self._served = False
         config = {**self.config.to_json(), "url": self.config.url}
         config["control_path"] = self.config.control_path
         config["verbose"] = self._verbose
@@ -310,9 +312,8 @@ class Keeper:
             self._restarting = False
             self._next_start = time.monotonic()
             return
-        young = time.monotonic() - self._server_started < YOUNG_SECONDS
-        self._deaths = self._deaths + 1 if young else 1
-        delay = RESTART_BACKOFF[min(self._deaths - 1, len(RESTART_BACKOFF) - 1)]
+        self._failed_starts = 0 if self._served else self._failed_starts + 1
+        delay = RESTART_BACKOFF[min(self._failed_starts, len(RESTART_BACKOFF) - 1)]
         log.warning(
             "the server process exited (%s); starting another%s; programs keep running",
             f"status {code}" if code >= 0 else f"signal {-code}",
@@ -400,9 +401,7 @@ class Keeper:
         elif op == "handover":
             self._handover = message["sessions"]
         elif op == "ready":
-            self._deaths = (
-                0 if time.monotonic() - self._server_started >= YOUNG_SECONDS else self._deaths
-            )
+            self._served = True
             if not self._announced:
                 self._announced = True
                 lines = serve_options.announce(self.config, explicit_token=self._explicit_token)
