@@ -16,11 +16,8 @@ Figures, not a pass/fail test: these machines are shared and noisy.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -30,6 +27,7 @@ import anyio
 from websockets.asyncio.client import connect
 
 from ptyvisor.client import Client, Output
+from serving import serving
 
 TOKEN = "bench-" + "t" * 24
 
@@ -170,23 +168,8 @@ def main() -> int:
     if options.flood:
         print(anyio.run(flood_never_reading, options.flood, options.flood_seconds), flush=True)
         return 0
-    with tempfile.TemporaryDirectory() as state:
-        env = {**os.environ, "PTYVISOR_STATE_DIR": state, "PTYVISOR_TOKEN": TOKEN}
-        serve = subprocess.Popen(
-            [str(Path(sys.executable).parent / "ptyvisor"), "serve", "--port", "0"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            assert serve.stdout is not None
-            line = serve.stdout.readline()
-            url = line.split("serving on ", 1)[1].split()[0]
-            anyio.run(run, url, serve.pid, options.sessions, options.flood_seconds)
-        finally:
-            serve.terminate()
-            serve.wait(timeout=30)
+    with serving(TOKEN) as (url, pid):
+        anyio.run(run, url, pid, options.sessions, options.flood_seconds)
     return 0
 
 

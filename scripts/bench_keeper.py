@@ -20,15 +20,14 @@ import os
 import re
 import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import anyio
 
 from ptyvisor.client import Client, Output
+from serving import serving
 
 TOKEN = "bench-" + "k" * 24
 FLOOD = """import sys, time
@@ -121,22 +120,8 @@ def main() -> int:
     parser.add_argument("--crashes", type=int, default=10)
     parser.add_argument("--sessions", type=int, default=50)
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as state:
-        env = {**os.environ, "PTYVISOR_STATE_DIR": state, "PTYVISOR_TOKEN": TOKEN}
-        serve = subprocess.Popen(
-            [str(Path(sys.executable).parent / "ptyvisor"), "serve", "--port", "0"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            assert serve.stdout is not None
-            url = serve.stdout.readline().split("serving on ", 1)[1].split()[0]
-            anyio.run(run, url, serve.pid, options.crashes, options.sessions)
-        finally:
-            serve.terminate()
-            serve.wait(timeout=60)
+    with serving(TOKEN) as (url, pid):
+        anyio.run(run, url, pid, options.crashes, options.sessions)
     return 0
 
 

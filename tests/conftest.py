@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import select
+import socket
 import subprocess
 import sys
 import threading
@@ -221,3 +223,41 @@ def pty_pair() -> Iterator[Pty]:
         yield pair
     finally:
         pair.close()
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def control_refuses(path: str, line: bytes) -> bool:
+    """Send one line to the control socket at ``path``; True when the server closes
+    the connection without a word (a refusal)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(15)
+        sock.connect(path)
+        try:
+            sock.sendall(line)
+            return sock.recv(100) == b""
+        except (BrokenPipeError, ConnectionResetError):
+            return True
+
+
+@pytest.fixture
+async def bystander(server: RunningServer) -> AsyncIterator[str]:
+    """A ``cat`` session that must keep echoing whatever else happens."""
+    async with Client.connect(server.url, TOKEN) as client:
+        yield (await client.spawn(["cat"])).id
+
+
+async def assert_echoes(server: RunningServer, session_id: str) -> None:
+    """A fresh client attached to the ``cat`` session sees its typed line come back."""
+    marker = f"echo-{secrets.token_hex(4)}"
+    async with Client.connect(server.url, TOKEN) as client:
+        await client.attach(session_id)
+        await client.send_input(marker + "\n")
+        await output_until(client, marker.encode(), wait=15)

@@ -34,7 +34,7 @@ from ptyvisor.hooks.normalise import request_digest
 from ptyvisor.interaction import Interaction, Option, Question
 from ptyvisor.protocol import ActivityChanged, Sessions, SessionSummary
 
-from .conftest import TOKEN, RunningServer, output_until, poll, until
+from .conftest import TOKEN, RunningServer, control_refuses, output_until, poll, until
 
 SUGGESTION = {
     "type": "addRules",
@@ -421,14 +421,7 @@ async def test_control_socket_refuses_strangers_and_serves_its_own(
         return json.dumps({**body, **fields}).encode() + b"\n"
 
     def refused(line: bytes) -> bool:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(10)
-            sock.connect(path)
-            try:
-                sock.sendall(line)
-                return sock.recv(100) == b""
-            except (BrokenPipeError, ConnectionResetError):
-                return True
+        return control_refuses(path, line)
 
     assert await anyio.to_thread.run_sync(refused, request(nonce=new_nonce()))
     assert await anyio.to_thread.run_sync(refused, request(session="s00000000"))

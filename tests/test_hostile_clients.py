@@ -9,7 +9,6 @@ import os
 import resource
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from ptyvisor.client import Client
 from ptyvisor.protocol import CLIENT_MESSAGE_TYPES, SERVER_MESSAGE, Error, Hello, Sessions
 from ptyvisor.server import Connection
 
-from .conftest import TOKEN, RunningServer, output_until, poll
+from .conftest import TOKEN, RunningServer, assert_echoes, poll
 
 pytestmark = pytest.mark.anyio
 
@@ -51,22 +50,6 @@ async def reply_to(ws: ClientConnection, message: str | bytes) -> Error | Sessio
             first = parsed
         if isinstance(parsed, Sessions) and parsed.req_id == probe:
             return first or parsed
-
-
-@pytest.fixture
-async def bystander(server: RunningServer) -> AsyncIterator[str]:
-    """A ``cat`` session that must keep echoing whatever other clients do."""
-    async with Client.connect(server.url, TOKEN) as client:
-        session = await client.spawn(["cat"])
-        yield session.id
-
-
-async def assert_echoes(server: RunningServer, session_id: str) -> None:
-    marker = f"echo-{uuid.uuid4().hex[:8]}"
-    async with Client.connect(server.url, TOKEN) as client:
-        await client.attach(session_id)
-        await client.send_input(marker + "\n")
-        await output_until(client, marker.encode(), wait=15)
 
 
 # --------------------------------------------------------------------------- typed errors

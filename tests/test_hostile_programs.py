@@ -12,8 +12,6 @@ import resource
 import socket
 import sys
 import time
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,23 +25,9 @@ from ptyvisor.frames import encode_frame
 from ptyvisor.proctable import ProcessTable
 from ptyvisor.session import Session
 
-from .conftest import TOKEN, RunningServer, output_until, poll
+from .conftest import RunningServer, assert_echoes, control_refuses, output_until, poll
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def bystander(server: RunningServer) -> AsyncIterator[str]:
-    async with Client.connect(server.url, TOKEN) as client:
-        yield (await client.spawn(["cat"])).id
-
-
-async def assert_echoes(server: RunningServer, session_id: str) -> None:
-    marker = f"echo-{uuid.uuid4().hex[:8]}"
-    async with Client.connect(server.url, TOKEN) as client:
-        await client.attach(session_id)
-        await client.send_input(marker + "\n")
-        await output_until(client, marker.encode(), wait=15)
 
 
 class Inside:
@@ -97,18 +81,6 @@ def now_ms() -> int:
 
 
 # --------------------------------------------------------------------------- control socket
-
-
-def control_refuses(path: str, line: bytes) -> bool:
-    """Send one line; True when the server closes the connection without a word."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(15)
-        sock.connect(path)
-        try:
-            sock.sendall(line)
-            return sock.recv(100) == b""
-        except (BrokenPipeError, ConnectionResetError):
-            return True
 
 
 async def test_control_socket_survives_nesting_and_bad_nonces(

@@ -20,7 +20,7 @@ import pytest
 from ptyvisor.client import Client, Output
 from ptyvisor.protocol import ActivityChanged, Snapshot
 
-from .conftest import PTYVISOR_BIN, TOKEN, child_env, poll, start_serve, wait_for
+from .conftest import PTYVISOR_BIN, TOKEN, alive, child_env, poll, start_serve, wait_for
 from .test_cli import DETACH, Term
 
 T = TypeVar("T")
@@ -78,14 +78,6 @@ def _children(pid: int) -> list[int]:
             text = Path(f"/proc/{pid}/task/{task}/children").read_text()
             children.extend(int(child) for child in text.split())
     return children
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 @pytest.fixture

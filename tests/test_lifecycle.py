@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,7 @@ from ptyvisor.activity import ActivityPhase
 from ptyvisor.client import Client
 from ptyvisor.protocol import ProcessChanged, SessionSummary
 
-from .conftest import RunningServer, output_until, poll, until
+from .conftest import RunningServer, alive, output_until, poll, until
 
 pytestmark = pytest.mark.anyio
 
@@ -54,15 +53,6 @@ async def test_signal_death_is_failed(client: Client) -> None:
     assert summary.process.signal == signal.SIGKILL
     assert summary.activity.phase is ActivityPhase.FAILED
     assert summary.activity.reason == f"killed by signal {int(signal.SIGKILL)}"
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def open_fds() -> set[str]:

@@ -151,6 +151,13 @@ class AgentRun:
             await self.type(key)
         return await self.wait_change(cleared_to_working, since=mark, wait=wait)
 
+    async def collect(self) -> None:
+        """Record every activity change of the attached session (run it as a task)."""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.EndOfStream):
+            async for event in self.client.events():
+                if isinstance(event, ActivityChanged):
+                    self.changes.append(event)
+
     def mark(self) -> int:
         """An index to pass as ``since`` so later waits only see later changes."""
         return len(self.changes)
@@ -205,14 +212,7 @@ async def agent_session(
             await client.attach(summary.id, answers_queries=False)
             run = AgentRun(client, summary.id, model, project)
             run.changes.extend([ActivityChanged(session=summary.id, activity=summary.activity)])
-
-            async def collect() -> None:
-                with contextlib.suppress(anyio.ClosedResourceError, anyio.EndOfStream):
-                    async for event in client.events():
-                        if isinstance(event, ActivityChanged):
-                            run.changes.append(event)
-
-            tg.start_soon(collect)
+            tg.start_soon(run.collect)
             try:
                 yield run
             finally:
