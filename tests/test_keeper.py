@@ -22,6 +22,7 @@ from ptyvisor.protocol import ActivityChanged, Snapshot
 
 from .conftest import PTYVISOR_BIN, TOKEN, alive, child_env, poll, start_serve, wait_for
 from .test_cli import DETACH, Term
+from .test_control import BASH, HookRun
 
 T = TypeVar("T")
 
@@ -396,3 +397,19 @@ def test_a_program_that_exits_at_once_is_reported(serve: Serve) -> None:
         await poll(all_exited, wait=20)
 
     serve.run(quick)
+
+
+def test_a_hook_holding_a_request_fails_open_when_the_server_dies(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """Its connection dies with the server process: the hook exits 0 printing nothing,
+    and Claude Code shows its own prompt, so nobody is left waiting."""
+
+    async def scenario(client: Client) -> None:
+        run = await HookRun.start(client, tmp_path, BASH)
+        await run.waiting()
+        os.kill(serve.server_pid(), signal.SIGKILL)
+        result = await run.result()
+        assert (result["rc"], result["stdout"]) == (0, ""), result
+
+    serve.run(scenario)

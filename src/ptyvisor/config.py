@@ -48,6 +48,15 @@ def ensure_state_dir(path: Path) -> Path:
     return path
 
 
+def new_token() -> str:
+    """A fresh token (256 bits); never starting with "-", which a command line would
+    take for an option (``--token -x…``)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
+
+
 def load_or_create_token(state_dir: Path) -> str:
     """Read the stored token, creating it (0600, atomically) on first start."""
     ensure_state_dir(state_dir)
@@ -58,7 +67,7 @@ def load_or_create_token(state_dir: Path) -> str:
             return token
     except FileNotFoundError:
         pass
-    token = secrets.token_urlsafe(32)
+    token = new_token()
     temp = state_dir / f".{TOKEN_FILE}.{os.getpid()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:

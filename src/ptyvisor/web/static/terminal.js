@@ -29,6 +29,8 @@ const THEME = {
 
 /** Most terminal scrollback the page keeps per pane. */
 const SCROLLBACK_LINES = 5000;
+/** Bytes typed before the terminal is attached that are kept to send once it is. */
+const EARLY_INPUT_LIMIT = 16 * 1024;
 
 /**
  * Events: `status` (detail: string — "", or a note to show over the pane);
@@ -58,6 +60,8 @@ export class TerminalPane extends EventTarget {
     /** req_id of an attach whose reply has not come yet: output until then is not ours. */
     this.pendingAttach = /** @type {string | null} */ (null);
     this.attached = false;
+    /** Typed while not attached: sent once attached (see `_input`). */
+    this._early = new Uint8Array(0);
     /** How the last attach caught up: "exact" replay or a "snapshot" redraw. */
     this.lastReplay = /** @type {"exact" | "snapshot" | null} */ (null);
     /** How many times the server redrew us from a snapshot because we fell behind. */
@@ -130,6 +134,7 @@ export class TerminalPane extends EventTarget {
     this.attached = false;
     this.pendingAttach = null;
     this.position = null;
+    this._early = new Uint8Array(0);
     this.term?.dispose();
     this.term = null;
     this.fitAddon = null;
@@ -200,6 +205,7 @@ export class TerminalPane extends EventTarget {
         this.attached = true;
         this.store.patch(this.sessionId, message.session);
         this._syncInput();
+        this._sendEarlyInput();
         this._status("");
         this.lastReplay = message.replay;
         this.liveSeq = message.live_seq;
@@ -289,9 +295,25 @@ export class TerminalPane extends EventTarget {
 
   /** @param {Uint8Array} bytes */
   _input(bytes) {
-    if (!this.attached || this._exited()) return;
-    if (this._adopted) this._fit();
-    this.connection.sendBinary(bytes);
+    if (this._exited()) return;
+    if (this.attached) {
+      // Typing reclaims the size (see `resized`) before the keys arrive.
+      if (this._adopted) this._fit();
+      if (this.connection.sendBinary(bytes)) return;
+    }
+    // Not attached yet (just opened, or reconnecting): kept, sent once attached.
+    if (this._early.length + bytes.length <= EARLY_INPUT_LIMIT) {
+      const joined = new Uint8Array(this._early.length + bytes.length);
+      joined.set(this._early);
+      joined.set(bytes, this._early.length);
+      this._early = joined;
+    }
+  }
+
+  _sendEarlyInput() {
+    const early = this._early;
+    this._early = new Uint8Array(0);
+    if (early.length > 0) this._input(early);
   }
 
   _exited() {
@@ -378,7 +400,14 @@ function estimateSize(el) {
   probe.remove();
   const charWidth = box.width / 10 || 8.4;
   const lineHeight = box.height || 17;
-  const rect = el.getBoundingClientRect();
+  // A hidden pane (no session open yet) measures 0×0: the main area is what the
+  // terminal will get, less the session header's few rows.
+  let rect = el.getBoundingClientRect();
+  if (rect.width <= 0 || rect.height <= 0) {
+    const main = document.getElementById("main")?.getBoundingClientRect();
+    if (!main || main.width <= 0 || main.height <= 0) return { cols: 80, rows: 24 };
+    rect = new DOMRect(0, 0, main.width, main.height - 6 * lineHeight);
+  }
   return {
     cols: Math.max(20, Math.min(500, Math.floor((rect.width - 16) / charWidth) || 80)),
     rows: Math.max(5, Math.min(200, Math.floor((rect.height - 8) / lineHeight) || 24)),
