@@ -26,7 +26,7 @@ def test_run_again_from_the_header_and_from_past_sessions(tmp_path: Path, page: 
         login(page, server)
         spawn_from_form(page, "sh -c 'echo ran-once; exit 4'", name="once", cwd=tmp_path)
         wait_for_terminal(page, "^ran-once$")
-        # Started at the size of the pane it opens in, not the 20×5 of a hidden one.
+        # Started at the size of the pane it opens in, not the 20x5 of a hidden one.
         assert server.sessions()[0]["size"]["cols"] > 60
         resume = page.locator("#resume-button")
         expect(resume).to_have_text("Run again")
