@@ -68,7 +68,9 @@ class Inside:
         """Write frames and wait until the session has accounted for each of them."""
         before = await self.frames_taken()
         for frame in frames:
-            self.write(frame)
+            # From a thread: a full PTY blocks the write until the server, on this
+            # very event loop, reads it.
+            await anyio.to_thread.run_sync(self.write, frame)
 
         async def all_taken() -> bool:
             return await self.frames_taken() >= before + len(frames)
