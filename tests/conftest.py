@@ -74,6 +74,18 @@ def start_serve(
         raise
 
 
+def serve_refused(args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``ptyvisor serve ARGS`` that is expected to refuse to start: its result."""
+    return subprocess.run(
+        [PTYVISOR_BIN, "serve", *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
 def wait_for(check: Callable[[], T | None], what: str, *, timeout: float = 15) -> T:
     """Poll a cheap synchronous check (files, processes, CLI output) until it gives
     something truthy; fail after ``timeout`` seconds."""

@@ -20,7 +20,16 @@ import pytest
 from ptyvisor.client import Client, Output
 from ptyvisor.protocol import ActivityChanged, Snapshot
 
-from .conftest import PTYVISOR_BIN, TOKEN, alive, child_env, poll, start_serve, wait_for
+from .conftest import (
+    PTYVISOR_BIN,
+    TOKEN,
+    alive,
+    child_env,
+    poll,
+    serve_refused,
+    start_serve,
+    wait_for,
+)
 from .test_cli import DETACH, Term
 from .test_control import BASH, HookRun
 
@@ -281,14 +290,7 @@ def test_one_state_directory_has_one_server(
         "the control socket",
     )
     inode = os.stat(control).st_ino
-    second = subprocess.run(
-        [PTYVISOR_BIN, "serve", "--port", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    second = serve_refused(["--port", "0"], env)
     assert second.returncode == 1
     assert second.stderr.strip().splitlines() == [
         f"ptyvisor serve: another ptyvisor serve (pid {serve.proc.pid}) is running on "

@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect
 from ptyvisor.client import Client
 from ptyvisor.protocol import SERVER_MESSAGE, Hello
 
-from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, start_serve, wait_for
+from .conftest import TOKEN, RunningServer, serve_refused, start_serve, wait_for
 
 
 @pytest.fixture
@@ -70,14 +70,7 @@ def serving(
 def test_bad_options_are_refused_at_start_in_one_line(
     env: dict[str, str], args: list[str], says: str
 ) -> None:
-    result = subprocess.run(
-        [PTYVISOR_BIN, "serve", "--port", "0", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    result = serve_refused(["--port", "0", *args], env)
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -89,14 +82,7 @@ def test_a_port_in_use_is_one_line(env: dict[str, str]) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [PTYVISOR_BIN, "serve", "--port", str(port)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        result = serve_refused(["--port", str(port)], env)
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
