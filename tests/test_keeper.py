@@ -415,3 +415,44 @@ def test_a_hook_holding_a_request_fails_open_when_the_server_dies(
         assert (result["rc"], result["stdout"]) == (0, ""), result
 
     serve.run(scenario)
+
+
+def test_an_exited_session_stays_listed_across_a_restart_and_a_crash(serve: Serve) -> None:
+    async def exit_5(client: Client) -> str:
+        session = await client.spawn(["sh", "-c", "echo last words; exit 5"])
+
+        async def exited() -> bool:
+            listed = {s.id: s for s in await client.list()}
+            return listed[session.id].process.exit_code == 5
+
+        await poll(exited)
+        return session.id
+
+    session_id = serve.run(exit_5)
+
+    async def still_there(client: Client) -> None:
+        listed = {s.id: s for s in await client.list()}
+        assert listed[session_id].process.exit_code == 5
+        assert not listed[session_id].past
+        await client.attach(session_id, since=0)
+        seen = b""
+        while b"last words" not in seen:
+            event = await client.next_event()
+            if isinstance(event, Output):
+                seen += event.data
+
+    restarted = subprocess.run(
+        [PTYVISOR_BIN, "restart", "--url", serve.url], env=serve.env, timeout=60, check=False
+    )
+    assert restarted.returncode == 0
+    serve.run(still_there)
+    os.kill(serve.server_pid(), signal.SIGKILL)
+    wait_for(lambda: _succeeds(lambda: serve.run(still_there)), "the session after a crash")
+
+
+def _succeeds(call: Callable[[], object]) -> bool:
+    try:
+        call()
+    except Exception:
+        return False
+    return True

@@ -260,7 +260,7 @@ class Session:
             # exactly when every program must still be stopped and reaped — unless a
             # keeper owns it, which keeps it running for the next server.
             with anyio.CancelScope(shield=True):
-                if self.closed or self._stop_program_on_exit or self.exited.is_set():
+                if self.closed or self._stop_program_on_exit:
                     if not self.closed:
                         self._ending = "server"  # it ends because this server does
                     await self.terminate()

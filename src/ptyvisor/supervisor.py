@@ -258,6 +258,7 @@ class Supervisor:
             await session.run()
         except Exception:
             log.exception("session %s failed; it is closed", session.id)
+            session.closed = True  # its owner stops what is left of it
         finally:
             self._forget(session)
 
@@ -269,7 +270,7 @@ class Supervisor:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
         subscribers = session.detach_all()
-        if not (session.closed or session.exited.is_set() or self.owner.stops_programs_on_exit):
+        if not (session.closed or self.owner.stops_programs_on_exit):
             log.info("session %s left running for the next server", session.id)
             return
         self.owner.forget(session.id)
