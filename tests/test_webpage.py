@@ -199,44 +199,25 @@ def test_vendoring_checks_integrity_and_caches(
     registry: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, root = registry
-    xterm = _tarball(
-        {
-            "lib/xterm.mjs": b"export class Terminal {}\n",
-            "css/xterm.css": b".xterm{}\n",
-            "LICENSE": b"MIT\n",
-            "lib/other.js": b"not vendored\n",
-        }
-    )
-    fit = _tarball({"lib/addon-fit.mjs": b"export class FitAddon {}\n", "LICENSE": b"MIT\n"})
-    (root / "@xterm" / "xterm" / "-").mkdir(parents=True)
-    (root / "@xterm" / "addon-fit" / "-").mkdir(parents=True)
-    (root / "@xterm/xterm/-/xterm-9.9.9.tgz").write_bytes(xterm)
-    (root / "@xterm/addon-fit/-/addon-fit-1.2.3.tgz").write_bytes(fit)
+    # A fake release of every vendored package: each named file, plus one that is not.
+    packages: dict[str, dict[str, str]] = {}
+    for number, (name, files) in enumerate(web_assets.VENDORED.items()):
+        version = f"{number}.2.3"
+        contents = {inner: f"{name} {inner}\n".encode() for inner in files}
+        tarball = _tarball({**contents, "lib/other.js": b"not vendored\n"})
+        basename = name.rsplit("/", 1)[-1]
+        (root / name / "-").mkdir(parents=True)
+        (root / name / "-" / f"{basename}-{version}.tgz").write_bytes(tarball)
+        packages[f"node_modules/{name}"] = {"version": version, "integrity": _integrity(tarball)}
     lock = tmp_path / "package-lock.json"
-    lock.write_text(
-        json.dumps(
-            {
-                "lockfileVersion": 3,
-                "packages": {
-                    "node_modules/@xterm/xterm": {
-                        "version": "9.9.9",
-                        "integrity": _integrity(xterm),
-                    },
-                    "node_modules/@xterm/addon-fit": {
-                        "version": "1.2.3",
-                        "integrity": _integrity(fit),
-                    },
-                },
-            }
-        )
-    )
+    lock.write_text(json.dumps({"lockfileVersion": 3, "packages": packages}))
     vendor_dir = tmp_path / "vendor"
     monkeypatch.setenv("npm_config_registry", url)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     web_assets.vendor(lock_file=lock, vendor_dir=vendor_dir, quiet=True)
-    assert (vendor_dir / "xterm.mjs").read_bytes() == b"export class Terminal {}\n"
-    assert (vendor_dir / "addon-fit.mjs").read_bytes() == b"export class FitAddon {}\n"
+    assert (vendor_dir / "xterm.mjs").read_bytes() == b"@xterm/xterm lib/xterm.mjs\n"
+    assert (vendor_dir / "addon-fit.mjs").read_bytes() == b"@xterm/addon-fit lib/addon-fit.mjs\n"
     assert not (vendor_dir / "other.js").exists()
     assert web_assets.missing_assets(vendor_dir) == []
 
@@ -248,7 +229,7 @@ def test_vendoring_checks_integrity_and_caches(
     assert (again / "xterm.mjs").is_file()
 
     # A tarball that does not match the lock file is refused, nothing is written.
-    (root / "@xterm/xterm/-/xterm-9.9.9.tgz").write_bytes(_tarball({"lib/xterm.mjs": b"evil"}))
+    (root / "@xterm/xterm/-/xterm-0.2.3.tgz").write_bytes(_tarball({"lib/xterm.mjs": b"evil"}))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
     tampered = tmp_path / "vendor-tampered"
     with pytest.raises(web_assets.VendorError, match="integrity"):

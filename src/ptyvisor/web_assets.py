@@ -1,4 +1,4 @@
-"""Vendor the web page's third-party front-end code (xterm.js) at install time.
+"""Vendor the web page's third-party front-end code (xterm.js and its addons) at install time.
 
 The versions are pinned, with their sha512 integrity, in ``web/package-lock.json``
 (written by ``npm install --package-lock-only`` when a version changes). Installing
@@ -41,10 +41,29 @@ VENDORED: dict[str, dict[str, str]] = {
         "lib/addon-fit.mjs": "addon-fit.mjs",
         "LICENSE": "LICENSE.addon-fit.txt",
     },
+    "@xterm/addon-unicode11": {
+        "lib/addon-unicode11.mjs": "addon-unicode11.mjs",
+        "LICENSE": "LICENSE.addon-unicode11.txt",
+    },
+    "@xterm/addon-search": {
+        "lib/addon-search.mjs": "addon-search.mjs",
+        "LICENSE": "LICENSE.addon-search.txt",
+    },
+    "@xterm/addon-web-links": {
+        "lib/addon-web-links.mjs": "addon-web-links.mjs",
+        "LICENSE": "LICENSE.addon-web-links.txt",
+    },
 }
 """Per npm package: file inside its tarball → name under ``static/vendor/``."""
 
-REQUIRED = ("xterm.mjs", "xterm.css", "addon-fit.mjs")
+REQUIRED = (
+    "xterm.mjs",
+    "xterm.css",
+    "addon-fit.mjs",
+    "addon-unicode11.mjs",
+    "addon-search.mjs",
+    "addon-web-links.mjs",
+)
 """What the page cannot work without; the server warns when one is missing."""
 
 
