@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
-from wcwidth import wcwidth
+from .widths import char_width
 
 MouseTracking = Literal["off", "x10", "normal", "button", "any"]
 MouseEncoding = Literal["default", "utf8", "sgr", "urxvt", "sgr_pixels"]
@@ -125,7 +125,7 @@ def sgr(style: tuple[object, ...]) -> str:
 
 @lru_cache(maxsize=4096)
 def _is_wide(data: str) -> bool:
-    return bool(data) and wcwidth(data[0]) == 2
+    return bool(data) and char_width(data[0]) == 2
 
 
 @dataclass(frozen=True, slots=True)

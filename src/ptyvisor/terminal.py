@@ -63,7 +63,6 @@ from typing import Any, NamedTuple, Protocol
 import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
-from wcwidth import wcwidth
 
 from ptyvisor.snapshot_ansi import (
     ANSI_COLOURS,
@@ -77,6 +76,7 @@ from ptyvisor.snapshot_ansi import (
     ScreenState,
     render_snapshot,
 )
+from ptyvisor.widths import char_width
 
 __all__ = [
     "Cell",
@@ -124,7 +124,7 @@ _DEC_GRAPHICS_VALUES = "◆▒␉␌␍␊°±␤␋┘┐┌└┼⎺⎻─⎼�
 _DEC_GRAPHICS = {ord(k): v for k, v in zip(_DEC_GRAPHICS_KEYS, _DEC_GRAPHICS_VALUES, strict=True)}
 """DEC Special Graphics (``ESC ( 0``): what ncurses uses for line drawing."""
 
-_width: Callable[[str], int] = lru_cache(maxsize=8192)(wcwidth)
+_width = char_width
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import { Notifier } from "./notify.js";
 import { PastSessions, resumeAction } from "./past.js";
 import { SessionList } from "./sessions.js";
 import { SessionStore } from "./store.js";
-import { TerminalPane } from "./terminal.js";
+import { layoutOf, TerminalPane } from "./terminal.js";
 
 /**
  * @typedef {import("./protocol.js").ServerMessage} ServerMessage
@@ -126,6 +126,8 @@ class App {
     Object.defineProperty(window, "ptyvisorDebug", {
       value: Object.freeze({
         terminalLines: () => this.pane.lines(),
+        terminalCells: () => this.pane.cells(),
+        layout: layoutOf,
         terminalSize: () => ({ cols: this.pane.term?.cols ?? 0, rows: this.pane.term?.rows ?? 0 }),
         position: () => this.pane.position,
         lastReplay: () => this.pane.lastReplay,

@@ -9,6 +9,9 @@
 
 import { Terminal } from "./vendor/xterm.mjs";
 import { FitAddon } from "./vendor/addon-fit.mjs";
+import { SearchAddon } from "./vendor/addon-search.mjs";
+import { Unicode11Addon } from "./vendor/addon-unicode11.mjs";
+import { WebLinksAddon } from "./vendor/addon-web-links.mjs";
 import { isPageShortcut } from "./keys.js";
 import { shown } from "./replay.js";
 
@@ -25,7 +28,30 @@ const THEME = {
   foreground: "#d8dee6",
   cursor: "#f2c14e",
   selectionBackground: "#35506b",
+  // A thin, quiet thumb instead of xterm's heavy grey block.
+  scrollbarSliderBackground: "rgba(138, 150, 166, 0.22)",
+  scrollbarSliderHoverBackground: "rgba(138, 150, 166, 0.4)",
+  scrollbarSliderActiveBackground: "rgba(138, 150, 166, 0.55)",
 };
+
+/**
+ * The page's monospace stack. "ptyvisor symbols" (app.css) is a vendored fallback
+ * for the few glyphs agents draw that common monospace fonts lack (⎿ ⏵ ⏺ …); it
+ * only covers those code points (unicode-range), so it never replaces a letter.
+ */
+export const FONT_FAMILY =
+  '"DejaVu Sans Mono", "Cascadia Mono", Menlo, Consolas, "Liberation Mono", ' +
+  '"ptyvisor symbols", monospace';
+
+/**
+ * Rows 1.2 × the font size. At 1.0 xterm's DOM renderer gives DejaVu Sans Mono
+ * 14 px rows of 16 px at 1× density, and the row below clips the underscore
+ * (drawn under the baseline): `snake_case` showed as `snake case`.
+ */
+const LINE_HEIGHT = 1.2;
+
+/** Schemes a link in the terminal may open; anything else is left as text. */
+const LINK_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 
 /** Most terminal scrollback the page keeps per pane. */
 const SCROLLBACK_LINES = 5000;
@@ -53,6 +79,8 @@ export class TerminalPane extends EventTarget {
     this.term = null;
     /** @type {FitAddon | null} */
     this.fitAddon = null;
+    /** @type {SearchAddon | null} */
+    this.searchAddon = null;
     /** Seq of the next byte we expect; null until the first `attached`. */
     this.position = /** @type {number | null} */ (null);
     /** Output before this seq is replay: its queries were answered when live. */
@@ -99,16 +127,7 @@ export class TerminalPane extends EventTarget {
     this.close();
     this.sessionId = id;
     this.position = null;
-    const term = new Terminal({
-      cursorBlink: true,
-      scrollback: SCROLLBACK_LINES,
-      fontFamily: '"DejaVu Sans Mono", "Cascadia Mono", Menlo, Consolas, monospace',
-      fontSize: 14,
-      theme: THEME,
-      allowProposedApi: false,
-    });
-    const fitAddon = new FitAddon();
-    term.loadAddon(fitAddon);
+    const { term, fitAddon, searchAddon } = createTerminal();
     // The page's own shortcuts must reach the page even while xterm has focus
     // (xterm would otherwise swallow them, Tab included).
     term.attachCustomKeyEventHandler((event) => !isPageShortcut(event));
@@ -123,6 +142,7 @@ export class TerminalPane extends EventTarget {
     term.textarea?.setAttribute("aria-label", `Terminal of ${name}`);
     this.term = term;
     this.fitAddon = fitAddon;
+    this.searchAddon = searchAddon;
     this._fit();
     this._attach(null);
   }
@@ -138,6 +158,7 @@ export class TerminalPane extends EventTarget {
     this.term?.dispose();
     this.term = null;
     this.fitAddon = null;
+    this.searchAddon = null;
     this.host.replaceChildren();
     this._status("");
     this._emit("title", "");
@@ -176,6 +197,15 @@ export class TerminalPane extends EventTarget {
     }
     while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
     return lines;
+  }
+
+  /**
+   * Every row of the terminal's buffer as cells (see `cellsOf`): for tests.
+   * @returns {(string | null)[][]}
+   */
+  cells() {
+    const term = this.term;
+    return term ? cellsOf(term, 0, term.buffer.active.length) : [];
   }
 
   /** @param {number | null} since */
@@ -374,6 +404,101 @@ export class TerminalPane extends EventTarget {
   _emit(type, detail) {
     this.dispatchEvent(new CustomEvent(type, { detail }));
   }
+}
+
+/**
+ * A terminal as the page draws every session: its font, widths and links. The
+ * layout check in the tests builds its terminals here too, so what they compare
+ * with the server's headless terminal is what the page shows.
+ * @param {number} [scrollback]
+ * @returns {{term: Terminal, fitAddon: FitAddon, searchAddon: SearchAddon}}
+ */
+export function createTerminal(scrollback = SCROLLBACK_LINES) {
+  const term = new Terminal({
+    cursorBlink: true,
+    scrollback,
+    fontFamily: FONT_FAMILY,
+    fontSize: 14,
+    lineHeight: LINE_HEIGHT,
+    theme: THEME,
+    // The width and search APIs are "proposed" in xterm.js 6.
+    allowProposedApi: true,
+    // OSC 8 hyperlinks: opened like plain URLs, never in this tab.
+    linkHandler: { activate: (event, uri) => openLink(event, uri), allowNonHttpProtocols: true },
+  });
+  const fitAddon = new FitAddon();
+  term.loadAddon(fitAddon);
+  // The widths programs and the server's headless terminal use (widths.py);
+  // xterm's default, Unicode 6, draws most emoji one cell wide.
+  term.loadAddon(new Unicode11Addon());
+  term.unicode.activeVersion = "11";
+  term.loadAddon(new WebLinksAddon((event, uri) => openLink(event, uri)));
+  const searchAddon = new SearchAddon();
+  term.loadAddon(searchAddon);
+  return { term, fitAddon, searchAddon };
+}
+
+/**
+ * Open a link from the terminal in a new tab, with no way back to this page.
+ * @param {MouseEvent} event
+ * @param {string} uri
+ */
+function openLink(event, uri) {
+  let url;
+  try {
+    url = new URL(uri);
+  } catch {
+    return;
+  }
+  if (!LINK_SCHEMES.has(url.protocol)) return;
+  event.preventDefault();
+  window.open(url.href, "_blank", "noopener,noreferrer");
+}
+
+/**
+ * The cells of rows [start, end) of `term`'s active buffer: per column the text it
+ * shows, " " for a blank, null for the right half of a wide character. For the
+ * tests' layout comparison with the headless terminal; read-only.
+ * @param {Terminal} term
+ * @param {number} start
+ * @param {number} end
+ * @returns {(string | null)[][]}
+ */
+export function cellsOf(term, start, end) {
+  const buffer = term.buffer.active;
+  const cell = buffer.getNullCell();
+  /** @type {(string | null)[][]} */
+  const rows = [];
+  for (let y = start; y < end; y += 1) {
+    const line = buffer.getLine(y);
+    /** @type {(string | null)[]} */
+    const row = [];
+    for (let x = 0; line && x < term.cols; x += 1) {
+      line.getCell(x, cell);
+      row.push(cell.getWidth() === 0 ? null : cell.getChars() || " ");
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
+/**
+ * The cells `text` gives on a fresh page terminal of `cols` × `rows`: what the
+ * tests compare with the headless terminal, code point by code point.
+ * @param {string} text
+ * @param {number} cols
+ * @param {number} rows
+ * @returns {Promise<(string | null)[][]>}
+ */
+export function layoutOf(text, cols, rows) {
+  const { term } = createTerminal(0);
+  term.resize(cols, rows);
+  return new Promise((resolve) => {
+    term.write(text, () => {
+      resolve(cellsOf(term, 0, rows));
+      term.dispose();
+    });
+  });
 }
 
 /**

@@ -1,0 +1,33 @@
+"""How many cells a character takes: the same answer the page's xterm.js gives.
+
+The headless terminal's screen is drawn into the page (snapshots) beside the live
+stream the page parses itself, so both must lay text out identically or a cold
+attach shows misaligned lines. The page uses xterm.js's Unicode 11 width addon; this
+module uses the table generated from that very addon (``width_table.py``), so the
+two agree on every code point by construction and ``tests/web/test_widths.py``
+checks it in Chromium.
+
+Unicode 11 is what xterm.js ships; programs built on newer tables (Ink's
+string-width, Rust's unicode-width) count a few things differently: emoji added
+after Unicode 11 take one cell here and two there, and a ZWJ sequence such as a
+family takes two cells per person here. Nothing ptyvisor does can fix that for
+every client; agreeing with the page at least keeps the page consistent with itself.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from functools import lru_cache
+
+from .width_table import STARTS, WIDTHS
+
+
+@lru_cache(maxsize=8192)
+def char_width(char: str) -> int:
+    """Cells for one code point: 0 (joins the previous cell), 1 or 2; -1 for what
+    never reaches a cell: C0/C1 controls, and U+FEFF, which xterm.js drops when it
+    decodes its input."""
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code < 0xA0 or code == 0xFEFF:
+        return -1
+    return WIDTHS[bisect_right(STARTS, code) - 1]
