@@ -1,0 +1,90 @@
+"""What the terminal actually draws, checked in pixels: underscores at every common
+screen density, and the glyphs agents use that ordinary monospace fonts lack."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from playwright.sync_api import Browser, Page, Playwright
+
+from .conftest import (
+    CHROMIUM_ARGS,
+    SCREENSHOTS,
+    WIDE,
+    Server,
+    login,
+    open_tab,
+    spawn_from_form,
+    wait_for_terminal,
+)
+
+BACKGROUND = (0x0B, 0x0F, 0x14)
+
+
+@pytest.fixture
+def chromium(playwright: Playwright, chromium_path: str) -> Iterator[Browser]:
+    browser = playwright.chromium.launch(
+        executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
+    )
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+def _tab(chromium: Browser, scale: float) -> Page:
+    context = chromium.new_context(viewport=WIDE, device_scale_factor=scale)
+    tab = open_tab(context)  # type: ignore[arg-type]
+    return tab
+
+
+def _cells_image(tab: Page, needle: str, start: int, count: int) -> Image.Image:
+    """A picture of ``count`` cells from column ``start`` of the row showing ``needle``."""
+    row = tab.locator(".xterm-rows > div", has_text=needle).first
+    box = row.bounding_box()
+    assert box is not None
+    cols = tab.evaluate("window.ptyvisorDebug.terminalSize()")["cols"]
+    screen = tab.locator(".xterm-screen").bounding_box()
+    assert screen is not None
+    cell = screen["width"] / cols
+    clip = {"x": box["x"] + start * cell, "y": box["y"], "width": count * cell, "height": box["height"]}
+    return Image.open(io.BytesIO(tab.screenshot(clip=clip))).convert("RGB")
+
+
+def _ink(image: Image.Image) -> list[int]:
+    """Per pixel row: how many pixels are clearly not the terminal's background."""
+    width, height = image.size
+    pixels = image.load()
+    assert pixels is not None
+    rows = []
+    for y in range(height):
+        count = 0
+        for x in range(width):
+            r, g, b = pixels[x, y]  # type: ignore[misc]
+            if abs(r - BACKGROUND[0]) + abs(g - BACKGROUND[1]) + abs(b - BACKGROUND[2]) > 60:
+                count += 1
+        rows.append(count)
+    return rows
+
+
+@pytest.mark.parametrize("scale", [1, 1.5, 2])
+def test_underscores_are_drawn_at_every_density(
+    server: Server, chromium: Browser, tmp_path: Path, scale: float
+) -> None:
+    tab = _tab(chromium, scale)
+    login(tab, server)
+    line = "snake_case __init__ ________"
+    spawn_from_form(tab, f"sh -c \"printf '%s\\n' '{line}'; exec sleep 600\"", name="underscores")
+    wait_for_terminal(tab, "^snake_case")
+    tab.screenshot(path=str(SCREENSHOTS / f"underscores-{scale}x.png"))
+    # The eight underscores at the end: a horizontal stroke, wide as the cells.
+    image = _cells_image(tab, line, line.index("________"), 8)
+    ink = _ink(image)
+    assert max(ink) >= image.size[0] * 0.8, f"no underscore stroke drawn at {scale}x: {ink}"
+    # And the lone one in snake_case: the cell between "snake" and "case" has ink.
+    lone = _ink(_cells_image(tab, line, line.index("_"), 1))
+    assert max(lone) > 0, f"snake_case's underscore is missing at {scale}x"
