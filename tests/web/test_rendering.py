@@ -51,7 +51,12 @@ def _cells_image(tab: Page, needle: str, start: int, count: int) -> Image.Image:
     screen = tab.locator(".xterm-screen").bounding_box()
     assert screen is not None
     cell = screen["width"] / cols
-    clip = {"x": box["x"] + start * cell, "y": box["y"], "width": count * cell, "height": box["height"]}
+    clip = {
+        "x": box["x"] + start * cell,
+        "y": box["y"],
+        "width": count * cell,
+        "height": box["height"],
+    }
     return Image.open(io.BytesIO(tab.screenshot(clip=clip))).convert("RGB")
 
 
