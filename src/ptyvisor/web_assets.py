@@ -53,6 +53,22 @@ VENDORED: dict[str, dict[str, str]] = {
         "lib/addon-web-links.mjs": "addon-web-links.mjs",
         "LICENSE": "LICENSE.addon-web-links.txt",
     },
+    # Fallback glyphs agents draw that common monospace fonts lack (app.css says
+    # which font serves which code points). Each is loaded only when one of its
+    # characters is on screen.
+    "@fontsource/noto-sans-symbols": {
+        "files/noto-sans-symbols-symbols-400-normal.woff2": "noto-sans-symbols.woff2",
+        "LICENSE": "LICENSE.noto-sans-symbols.txt",
+    },
+    "@fontsource/noto-sans-symbols-2": {
+        "files/noto-sans-symbols-2-symbols-400-normal.woff2": "noto-sans-symbols-2.woff2",
+        "files/noto-sans-symbols-2-braille-400-normal.woff2": "noto-sans-braille.woff2",
+        "LICENSE": "LICENSE.noto-sans-symbols-2.txt",
+    },
+    "@fontsource/noto-sans-math": {
+        "files/noto-sans-math-latin-400-normal.woff2": "noto-sans-math.woff2",
+        "LICENSE": "LICENSE.noto-sans-math.txt",
+    },
 }
 """Per npm package: file inside its tarball → name under ``static/vendor/``."""
 

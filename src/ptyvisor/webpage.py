@@ -55,6 +55,7 @@ CONTENT_TYPES = {
     ".ico": "image/x-icon",
     ".json": "application/json",
     ".txt": "text/plain; charset=utf-8",
+    ".woff2": "font/woff2",
 }
 
 

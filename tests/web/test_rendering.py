@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, Page, Playwright
+from playwright.sync_api import Browser, FloatRect, Page, Playwright
 
 from .conftest import (
     CHROMIUM_ARGS,
@@ -38,8 +38,7 @@ def chromium(playwright: Playwright, chromium_path: str) -> Iterator[Browser]:
 
 def _tab(chromium: Browser, scale: float) -> Page:
     context = chromium.new_context(viewport=WIDE, device_scale_factor=scale)
-    tab = open_tab(context)  # type: ignore[arg-type]
-    return tab
+    return open_tab(context)
 
 
 def _cells_image(tab: Page, needle: str, start: int, count: int) -> Image.Image:
@@ -51,7 +50,7 @@ def _cells_image(tab: Page, needle: str, start: int, count: int) -> Image.Image:
     screen = tab.locator(".xterm-screen").bounding_box()
     assert screen is not None
     cell = screen["width"] / cols
-    clip = {
+    clip: FloatRect = {
         "x": box["x"] + start * cell,
         "y": box["y"],
         "width": count * cell,
@@ -93,3 +92,28 @@ def test_underscores_are_drawn_at_every_density(
     # And the lone one in snake_case: the cell between "snake" and "case" has ink.
     lone = _ink(_cells_image(tab, line, line.index("_"), 1))
     assert max(lone) > 0, f"snake_case's underscore is missing at {scale}x"
+
+
+def test_agent_glyphs_are_drawn_not_boxes(server: Server, chromium: Browser) -> None:
+    """⎿ ⏵ (Claude Code), ⏺ ⏸ ⎯ ⧉ ☰ and braille spinners: no installed monospace
+    font has them, so the page ships a fallback; each must draw like itself, not
+    like a character no font has (U+0378, unassigned: an empty box)."""
+    tab = _tab(chromium, 1)
+    login(tab, server)
+    glyphs = "⎿⏵⏺⏸⎯⧉☰⠋"
+    line = "g " + " ".join(glyphs) + " \u0378 end"
+    spawn_from_form(tab, f"sh -c \"printf '%s\\n' '{line}'; exec sleep 600\"", name="glyphs")
+    wait_for_terminal(tab, "end$")
+    tab.wait_for_function(
+        """() => [...document.fonts].filter(
+            (f) => f.family.replaceAll('"', "") === "ptyvisor symbols" && f.status === "loaded"
+        ).length >= 4"""
+    )
+    tab.wait_for_function("document.fonts.status === 'loaded'")
+    screenshot_path = SCREENSHOTS / "glyphs-1x.png"
+    tab.screenshot(path=str(screenshot_path))
+    box = _cells_image(tab, "end", line.index("\u0378"), 1)
+    for glyph in glyphs:
+        image = _cells_image(tab, "end", line.index(glyph), 1)
+        assert max(_ink(image)) > 0, f"{glyph} drew nothing"
+        assert image.tobytes() != box.tobytes(), f"{glyph} drew as an empty box"
