@@ -512,6 +512,8 @@ ROUND_TRIPS = {
     "title and cursor style": f"{ESC}]2;my title\x07{CSI}5 q{CSI}?5h",
     "saved cursor": f"{CSI}4;6H{CSI}1;32m{ESC}7{CSI}0m{CSI}1;1Hx",
     "orphan halves": f"中文{CSI}1;2Hx{CSI}1;3H{CSI}X",
+    "hyperlinks": f"{ESC}]8;id=a;https://example.com/a{ESC}\\one {CSI}1mbold{CSI}0m two"
+    f"{ESC}]8;;{ESC}\\ plain {ESC}]8;;http://b.example/\x07b\r\n" + "w" * 25,
 }
 
 
@@ -520,6 +522,24 @@ def test_snapshot_round_trip(data: str) -> None:
     term = make(data, scrollback=100)
     round_trip(term)
     round_trip(term, include_scrollback=False)
+
+
+def test_hyperlinks_are_kept_per_cell_and_replayed() -> None:
+    link = "id=a;https://example.com/a"
+    term = make(f"{ESC}]8;{link}{ESC}\\go{CSI}0m!{ESC}]8;;{ESC}\\ no")
+    cells = term.line(0)
+    # SGR 0 does not end a link (it is not a style); an empty URI does.
+    assert [c.link for c in cells[:4]] == [link, link, link, ""]
+    assert cells[4].link == ""
+    ansi = term.snapshot().ansi
+    assert f"{ESC}]8;{link}{ESC}\\go" in ansi
+    assert f"{ESC}]8;;{ESC}\\" in ansi
+    # A link still open when the snapshot is taken stays open for what follows.
+    still_open = make(f"{ESC}]8;;https://x.example/{ESC}\\ab")
+    again = make(still_open.snapshot().ansi + "c")
+    assert [c.link for c in again.line(0)[:3]] == [";https://x.example/"] * 3
+    # Control characters in a URI are dropped, never echoed to clients.
+    assert make(f"{ESC}]8;;http://a\x01b/{ESC}\\x").line(0)[0].link == ";http://ab/"
 
 
 def test_snapshot_layout() -> None:

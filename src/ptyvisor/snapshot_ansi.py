@@ -52,7 +52,8 @@ class Cell(NamedTuple):
     a pyte ANSI name (``"red"``, ``"brightred"``, ``"brown"`` for yellow), a
     256-palette index as a decimal string (``"196"``), or ``"rrggbb"`` truecolor.
     Keeping palette indices apart from truecolor lets the client apply its own
-    palette, as it would for the live stream.
+    palette, as it would for the live stream. ``link`` is the OSC 8 hyperlink the
+    cell was drawn inside, as ``params;uri`` (``""``: none), so a snapshot keeps links.
     """
 
     data: str
@@ -67,6 +68,7 @@ class Cell(NamedTuple):
     dim: bool = False
     hidden: bool = False
     overline: bool = False
+    link: str = ""
 
 
 BLANK = Cell(" ")
@@ -114,13 +116,19 @@ def _colour_params(colour: str, background: bool) -> list[str]:
 
 @lru_cache(maxsize=1024)
 def sgr(style: tuple[object, ...]) -> str:
-    """Full ``CSI 0;...m`` for a cell's style (``cell[1:]``): resets first, never leaks."""
-    cell = Cell._make((" ", *style))
+    """Full ``CSI 0;...m`` for a cell's style (``cell[1:]``): resets first, never leaks.
+    The hyperlink is not SGR: see `hyperlink`."""
+    cell = Cell(" ", *style)  # type: ignore[arg-type]
     params = ["0"]
     params += _colour_params(cell.fg, background=False)
     params += _colour_params(cell.bg, background=True)
     params += [code for name, code in _FLAG_SGR if getattr(cell, name)]
     return CSI + ";".join(params) + "m"
+
+
+def hyperlink(link: str) -> str:
+    """OSC 8 that opens ``link`` (``params;uri``), or closes the open one for ``""``."""
+    return f"{ESC}]8;{link or ';'}{ST}"
 
 
 @lru_cache(maxsize=4096)
@@ -196,25 +204,36 @@ PROLOGUE = (
 )
 
 
+_LINK = Cell._fields.index("link")
+_PLAIN = tuple(BLANK[1:_LINK])
+
+
 class _Writer:
     """Accumulates output and remembers the current pen to avoid redundant SGR."""
 
-    __slots__ = ("out", "style")
+    __slots__ = ("link", "out", "style")
 
     def __init__(self) -> None:
         self.out: list[str] = []
         self.style: tuple[object, ...] | None = None
+        self.link = ""
 
     def pen(self, cell: Cell) -> None:
-        style = tuple(cell[1:])
+        style = tuple(cell[1:_LINK])
         if style != self.style:
             self.out.append(sgr(style))
             self.style = style
+        if cell.link != self.link:
+            self.out.append(hyperlink(cell.link))
+            self.link = cell.link
 
     def reset_pen(self) -> None:
-        if self.style != tuple(BLANK[1:]):
+        if self.style != _PLAIN:
             self.out.append(CSI + "0m")
-            self.style = tuple(BLANK[1:])
+            self.style = _PLAIN
+        if self.link:
+            self.out.append(hyperlink(""))
+            self.link = ""
 
     def goto(self, y: int, x: int) -> None:
         """Absolute 0-based move; also disarms any pending wrap."""
@@ -298,7 +317,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
     w = _Writer()
     out = w.out
     out.append(PROLOGUE)
-    w.style = tuple(BLANK[1:])
+    w.style = _PLAIN
 
     if include_scrollback and state.scrollback:
         count = len(state.scrollback)

@@ -302,8 +302,8 @@ def apply_sgr(attrs: Cell, params: str) -> Cell:
                     values[index] = value
             continue
         code = _num(part)
-        if code == 0:
-            values = list(BLANK)
+        if code == 0:  # a hyperlink is not SGR: it outlives a reset
+            values = [*BLANK[:-1], values[-1]]
         elif code in (38, 48, 58):
             kind = parts[i] if i < count else ""
             extended: str | None = None
@@ -916,10 +916,18 @@ class _Screen(pyte.Screen):
 
     # -- SGR -----------------------------------------------------------------
 
+    def set_link(self, value: str) -> None:
+        """OSC 8 ``params;uri``: what follows is drawn inside that link (none when
+        the URI is empty). Kept as the program sent it, for snapshots to replay."""
+        params, sep, uri = value.partition(";")
+        link = f"{_C0.sub('', params)};{_C0.sub('', uri)}" if sep and uri else ""
+        self.cursor.attrs = self.cursor.attrs._replace(link=link)
+
     def apply_sgr(self, params: str) -> None:
         """SGR with a cache: TUIs repeat the same few styles endlessly."""
         if params in ("", "0"):
-            self.cursor.attrs = BLANK
+            link = self.cursor.attrs.link
+            self.cursor.attrs = BLANK._replace(link=link) if link else BLANK
             return
         key = (self.cursor.attrs, params)
         attrs = self._sgr_cache.get(key)
@@ -1306,6 +1314,8 @@ class _Parser:
             number, sep, value = "".join(self._string_kept).partition(";")
             if sep and number in ("0", "2"):
                 self.screen.title = _C0.sub("", value)
+            elif sep and number == "8":
+                self.screen.set_link(value)
         self._string = ""
 
 
