@@ -3,10 +3,11 @@
 // in the sidebar and in the README's "Web page" section.
 //
 //   Ctrl+Shift+S   move focus to the session list
+//   Ctrl+Shift+F   search the open terminal's output
 //   Alt+1 … Alt+9  open the 1st … 9th session and focus its terminal
 
 /**
- * @typedef {{kind: "sessions"} | {kind: "open", index: number}} Shortcut
+ * @typedef {{kind: "sessions"} | {kind: "search"} | {kind: "open", index: number}} Shortcut
  */
 
 /**
@@ -16,6 +17,7 @@
 export function shortcutOf(event) {
   if (event.ctrlKey && event.shiftKey && !event.altKey && !event.metaKey) {
     if (event.code === "KeyS") return { kind: "sessions" };
+    if (event.code === "KeyF") return { kind: "search" };
   }
   if (event.altKey && !event.ctrlKey && !event.shiftKey && !event.metaKey) {
     // `code`, not `key`: Alt+digit types other characters on some layouts.

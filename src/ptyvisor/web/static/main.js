@@ -11,6 +11,7 @@ import { InteractionCards } from "./interaction.js";
 import { onShortcut } from "./keys.js";
 import { Notifier } from "./notify.js";
 import { PastSessions, resumeAction } from "./past.js";
+import { SearchBar } from "./search.js";
 import { SessionList } from "./sessions.js";
 import { SessionStore } from "./store.js";
 import { layoutOf, TerminalPane } from "./terminal.js";
@@ -59,6 +60,7 @@ class App {
       this.store,
     );
     this.pane = new TerminalPane(byId("terminal-host"), this.connection, this.store);
+    this.search = new SearchBar(this.pane);
     this.cards = new InteractionCards(byId("cards"), this.connection, this.store);
     this.queue = new QueueBox(this.connection, this.store);
     this.confirm = new ConfirmDialog();
@@ -111,7 +113,9 @@ class App {
     this._wireButtons();
     onShortcut((shortcut) => {
       if (shortcut.kind === "sessions") this.focusSessions();
-      else {
+      else if (shortcut.kind === "search") {
+        if (this.selected !== null) this.search.open();
+      } else {
         const session = this.store.ordered()[shortcut.index];
         if (session) this.select(session.id, { focusTerminal: true });
       }
@@ -134,6 +138,7 @@ class App {
         lagged: () => this.pane.lagged,
         connectionState: () => this.connection.state,
         selected: () => this.selected,
+        selection: () => this.pane.term?.getSelection() ?? "",
       }),
     });
   }
@@ -157,6 +162,7 @@ class App {
     this.list.select(id);
     byId("empty-view").hidden = id !== null;
     byId("session-view").hidden = id === null;
+    if (id !== this.pane.sessionId) this.search.reset();
     if (id === null) this.pane.close();
     else this.pane.open(id);
     this.cards.show(id);
@@ -188,6 +194,7 @@ class App {
       this.focusSessions();
     });
     byId("kill-button").addEventListener("click", () => this._kill());
+    byId("search-button").addEventListener("click", () => this.search.open());
     byId("resume-button").addEventListener("click", () => {
       const session = this.store.get(this.selected);
       if (session) void this._resume(session);
