@@ -97,7 +97,19 @@ def test_failed_exit_reasons() -> None:
     assert code.activity.reason == "exited with status 2"
     killed = tracker()
     killed.process_exited(exit_code=None, signal=9, now_ms=5)
-    assert killed.activity.reason == "killed by signal 9"
+    assert phase(killed) is ActivityPhase.FAILED
+    assert killed.activity.reason == "killed by SIGKILL"
+    unnamed = tracker()
+    unnamed.process_exited(exit_code=None, signal=99, now_ms=5)
+    assert unnamed.activity.reason == "killed by signal 99"
+
+
+def test_a_kill_someone_asked_for_is_not_a_failure() -> None:
+    t = tracker()
+    activity(t, "working", 10)
+    assert t.process_exited(exit_code=None, signal=1, now_ms=20, killed=True)
+    assert phase(t) is ActivityPhase.STOPPED
+    assert t.activity.reason == "killed"
 
 
 def test_interaction_sets_needs_input_and_clear_returns_to_working() -> None:

@@ -543,10 +543,11 @@ def test_kill_then_close(setup: Setup) -> None:
     setup.wait_summary(session, lambda s: s.process.state == "exited", "the program to exit")
 
     row = setup.ls_rows()[session]
-    assert re.search(rf"^{session}\s+cat\s+killed sig {int(signal.SIGHUP)}\s+Failed\s", row), row
+    assert re.search(rf"^{session}\s+cat\s+killed sig {int(signal.SIGHUP)}\s+Stopped\s", row), row
     summary = next(s for s in setup.ls_json() if s["id"] == session)
     assert summary["process"]["signal"] == signal.SIGHUP
-    assert summary["activity"]["phase"] == "failed"
+    assert summary["activity"]["phase"] == "stopped"  # asked for: not a failure
+    assert summary["activity"]["reason"] == "killed"
 
     closed = setup.cli("close", session)
     assert closed.returncode == 0, closed.stderr

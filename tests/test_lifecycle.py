@@ -52,7 +52,19 @@ async def test_signal_death_is_failed(client: Client) -> None:
     summary = await finished(client, session.id)
     assert summary.process.signal == signal.SIGKILL
     assert summary.activity.phase is ActivityPhase.FAILED
-    assert summary.activity.reason == f"killed by signal {int(signal.SIGKILL)}"
+    assert summary.activity.reason == "killed by SIGKILL"
+    assert summary.process.ended == "exited"
+
+
+async def test_a_kill_from_a_client_is_stopped_not_failed(client: Client) -> None:
+    """A user's Kill shows as stopped (reason "killed"); the signal stays visible."""
+    session = await client.spawn(["sleep", "600"])
+    await client.request({"type": "kill", "session": session.id})
+    summary = await finished(client, session.id)
+    assert summary.process.signal == signal.SIGHUP
+    assert summary.process.ended == "killed"
+    assert summary.activity.phase is ActivityPhase.STOPPED
+    assert summary.activity.reason == "killed"
 
 
 def open_fds() -> set[str]:

@@ -134,3 +134,56 @@ def test_migrations_run_once_and_in_order(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / FILE) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"sessions", "transitions"} <= tables
+
+
+async def test_timeline_is_served_for_live_and_past_sessions(tmp_path: Path) -> None:
+    """The page's timeline comes from the server: the recorded transitions, with how
+    long each lasted, for a running session and after the server is gone."""
+    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+    ids: dict[str, str] = {}
+
+    async def first(client: Client) -> None:
+        script = (
+            f"{PTYVISOR_BIN} emit activity working --agent tester --reason 'step one'; "
+            f"{PTYVISOR_BIN} emit activity waiting; read x"
+        )
+        session = await client.spawn(["sh", "-c", script], env=child_env(), name="timed")
+        ids["timed"] = session.id
+
+        async def waiting() -> bool:
+            timeline = await client.timeline(session.id)
+            return [t.phase.value for t in timeline.transitions][-2:] == ["working", "waiting"]
+
+        await poll(waiting)
+        timeline = await client.timeline(session.id)
+        assert timeline.ended_at is None
+        working = timeline.transitions[-2]
+        assert working.reason == "step one"
+        assert working.at <= timeline.transitions[-1].at
+        await client.kill(session.id)
+
+        async def stopped() -> bool:
+            timeline = await client.timeline(session.id)
+            return timeline.ended_at is not None and timeline.transitions[-1].phase.value == (
+                "stopped"
+            )
+
+        await poll(stopped)
+        last = (await client.timeline(session.id)).transitions[-1]
+        assert last.reason == "killed"
+        with pytest.raises(ServerError) as unknown:
+            await client.timeline("s" + "0" * 8)
+        assert unknown.value.code == "unknown_session"
+
+    await serving(config, first)
+
+    async def second(client: Client) -> None:
+        timeline = await client.timeline(ids["timed"])
+        assert [t.phase.value for t in timeline.transitions][-3:] == [
+            "working",
+            "waiting",
+            "stopped",
+        ]
+        assert timeline.ended_at is not None
+
+    await serving(config, second)

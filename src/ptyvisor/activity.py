@@ -8,8 +8,9 @@ it never looks at screen text.
 Rules (each one pinned by a test):
 - A frame whose ``at`` is older than the last applied frame is ignored: hooks run
   as separate processes and can race.
-- Once the process has exited, activity is final (``stopped`` for exit 0, ``failed``
-  otherwise), any pending interaction is gone, and late frames never resurrect it.
+- Once the process has exited, activity is final (``stopped`` for exit 0 and for a
+  kill or close someone asked for, with reason ``killed``; ``failed`` otherwise), any
+  pending interaction is gone, and late frames never resurrect it.
 - ``agent`` and ``native_session_id`` are sticky: a report that omits them keeps the
   values learned earlier. ``reason`` belongs to the report that carried it.
 - An ``interaction`` frame makes the session ``needs_input`` with that interaction
@@ -31,6 +32,7 @@ Rules (each one pinned by a test):
 
 from __future__ import annotations
 
+import signal as signals
 from collections import OrderedDict
 from collections.abc import Mapping
 from enum import StrEnum
@@ -322,17 +324,23 @@ class ActivityTracker:
             )
         )
 
-    def process_exited(self, *, exit_code: int | None, signal: int | None, now_ms: int) -> bool:
-        """Make activity final: ``stopped`` on a clean exit, ``failed`` otherwise."""
+    def process_exited(
+        self, *, exit_code: int | None, signal: int | None, now_ms: int, killed: bool = False
+    ) -> bool:
+        """Make activity final: ``stopped`` on a clean exit or a kill someone asked
+        for (``killed``: reason "killed"), ``failed`` otherwise. How it ended (exit
+        code, signal) stays in the process state either way."""
         if self._final:
             return False
         self._final = True
         self._clear()
         clean = exit_code == 0 and signal is None
-        if clean:
+        if killed:
+            phase, reason = ActivityPhase.STOPPED, "killed"
+        elif clean:
             phase, reason = ActivityPhase.STOPPED, None
         elif signal is not None:
-            phase, reason = ActivityPhase.FAILED, f"killed by signal {signal}"
+            phase, reason = ActivityPhase.FAILED, f"killed by {_signal_name(signal)}"
         else:
             phase, reason = ActivityPhase.FAILED, f"exited with status {exit_code}"
         current = self._activity
@@ -350,3 +358,11 @@ class ActivityTracker:
         changed = updated != self._activity
         self._activity = updated
         return changed
+
+
+def _signal_name(number: int) -> str:
+    """ "SIGKILL" for 9; "signal 99" for a number with no name."""
+    try:
+        return signals.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

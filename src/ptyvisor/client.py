@@ -45,6 +45,7 @@ from ptyvisor.protocol import (
     SnapshotMessage,
     Spawned,
     Stats,
+    Timeline,
 )
 
 
@@ -318,6 +319,12 @@ class Client:
 
     async def signal(self, session_id: str, signal: SignalName) -> None:
         await self.request({"type": "signal", "session": session_id, "signal": signal})
+
+    async def timeline(self, session_id: str) -> Timeline:
+        """The session's recorded activity transitions (live or past)."""
+        reply = await self.request({"type": "timeline", "session": session_id})
+        assert isinstance(reply, Timeline)
+        return reply
 
     async def kill(self, session_id: str) -> None:
         await self.request({"type": "kill", "session": session_id})

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Base64Bytes, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from ptyvisor.activity import Activity
+from ptyvisor.activity import Activity, ActivityPhase
 from ptyvisor.agents import AgentName
 from ptyvisor.frames import SESSION_ID_PATTERN
 from ptyvisor.interaction import Interaction
@@ -362,6 +362,15 @@ class Unsend(_Request):
     session: SessionId
 
 
+class GetTimeline(_Request):
+    """The session's activity transitions, live or past, from the server's records
+    (the last ``TIMELINE_LIMIT`` of them). Errors: ``unknown_session``, ``no_records``
+    (the server could not open its records)."""
+
+    type: Literal["timeline"]
+    session: SessionId
+
+
 ClientMessage = Annotated[
     ListSessions
     | WatchSessions
@@ -379,7 +388,8 @@ ClientMessage = Annotated[
     | Answer
     | SendMessage
     | Unsend
-    | Resume,
+    | Resume
+    | GetTimeline,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
@@ -489,6 +499,25 @@ class Stats(_Model):
     stats: SessionStats
 
 
+class Transition(_Model):
+    """The activity became ``phase`` at ``at`` (ms since the epoch) and stayed so
+    until the next transition's ``at`` (the last one: until now, or the exit)."""
+
+    at: int
+    phase: ActivityPhase
+    reason: str | None = None
+
+
+class Timeline(_Model):
+    type: Literal["timeline"] = "timeline"
+    req_id: RequestId = None
+    session: SessionId
+    transitions: list[Transition]
+    ended_at: int | None = Field(
+        default=None, description="When the program exited (ms), null while it runs"
+    )
+
+
 class Ok(_Model):
     type: Literal["ok"] = "ok"
     req_id: RequestId = None
@@ -508,6 +537,7 @@ ErrorCode = Literal[
     "bad_request",
     "not_running",
     "not_resumable",
+    "no_records",
     "internal",
 ]
 
@@ -530,6 +560,7 @@ ServerMessage = Annotated[
     | Resized
     | SessionClosed
     | Stats
+    | Timeline
     | Ok
     | Error,
     Field(discriminator="type"),

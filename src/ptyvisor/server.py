@@ -52,6 +52,7 @@ from ptyvisor.protocol import (
     Error,
     ErrorCode,
     GetStats,
+    GetTimeline,
     Hello,
     Input,
     Kill,
@@ -67,6 +68,7 @@ from ptyvisor.protocol import (
     Spawn,
     Spawned,
     Stats,
+    Timeline,
     Unsend,
     UnwatchSessions,
     WatchSessions,
@@ -74,7 +76,7 @@ from ptyvisor.protocol import (
 from ptyvisor.records import Records
 from ptyvisor.session import MAX_MESSAGE, Session, now_ms
 from ptyvisor.spawn import SpawnError
-from ptyvisor.supervisor import NotResumable, Supervisor, UnknownSession
+from ptyvisor.supervisor import NoRecords, NotResumable, Supervisor, UnknownSession
 from ptyvisor.webpage import WebPage
 
 log = logging.getLogger(__name__)
@@ -312,6 +314,19 @@ class Connection:
                 self._reply(
                     SnapshotMessage(req_id=request.req_id, reason="requested", snapshot=snapshot)
                 )
+            case GetTimeline():
+                try:
+                    transitions, ended_at = supervisor.timeline(request.session)
+                except NoRecords as error:
+                    raise RequestError("no_records", str(error)) from None
+                self._reply(
+                    Timeline(
+                        req_id=request.req_id,
+                        session=request.session,
+                        transitions=transitions,
+                        ended_at=ended_at,
+                    )
+                )
             case GetStats():
                 session = supervisor.get(request.session)
                 self._reply(Stats(req_id=request.req_id, session=session.id, stats=session.stats()))
@@ -376,7 +391,7 @@ class Connection:
             self._session.detach(self)
             self._session = None
 
-    def _reply(self, message: Sessions | Spawned | SnapshotMessage | Stats | Ok) -> None:
+    def _reply(self, message: Sessions | Spawned | SnapshotMessage | Stats | Timeline | Ok) -> None:
         self.outbox.put_text(message.model_dump_json())
 
     def _ok(self, req_id: str | int | None) -> None:

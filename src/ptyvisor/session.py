@@ -488,7 +488,10 @@ class Session:
                 signal=self.child.signal,
             )
         if self.tracker.process_exited(
-            exit_code=self.child.exit_code, signal=self.child.signal, now_ms=at
+            exit_code=self.child.exit_code,
+            signal=self.child.signal,
+            now_ms=at,
+            killed=ended == "killed",
         ):
             self._activity_changed()
         self._broadcast(ProcessChanged(session=self.id, process=self.process).model_dump_json())

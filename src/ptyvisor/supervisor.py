@@ -23,7 +23,7 @@ from ptyvisor.keeperlink import Adopted
 from ptyvisor.outbox import Outbox
 from ptyvisor.owner import Owner, ProgramSpec
 from ptyvisor.proctable import ProcessTable
-from ptyvisor.protocol import ProcessState, SessionClosed, SessionSummary, TermSize
+from ptyvisor.protocol import ProcessState, SessionClosed, SessionSummary, TermSize, Transition
 from ptyvisor.records import Record, Records
 from ptyvisor.ring import Ring
 from ptyvisor.session import Identity, Session, new_session_id, now_ms, raw_names
@@ -38,6 +38,13 @@ class UnknownSession(KeyError):
 
 class NotResumable(Exception):
     """The session cannot be started again; the message says why."""
+
+
+class NoRecords(Exception):
+    """The server runs without its session records (they could not be opened)."""
+
+
+_PHASES = frozenset(phase.value for phase in ActivityPhase)
 
 
 class Supervisor:
@@ -294,6 +301,27 @@ class Supervisor:
         session = self.get(session_id)
         session.close()
         await session.finished.wait()
+
+    def timeline(self, session_id: str) -> tuple[list[Transition], int | None]:
+        """The recorded activity transitions of a live or past session, oldest first,
+        and when its program exited; raises UnknownSession, NoRecords."""
+        if self.records is None:
+            raise NoRecords("this server could not open its session records")
+        live = self._sessions.get(session_id)
+        record = None if live is not None else self.records.get(session_id)
+        if live is None and record is None:
+            raise UnknownSession(session_id)
+        transitions = [
+            Transition(at=at, phase=ActivityPhase(phase), reason=reason)
+            for at, phase, reason in self.records.timeline(session_id)
+            if phase in _PHASES
+        ]
+        if live is not None:
+            ended_at = live.process.exited_at
+        else:
+            assert record is not None
+            ended_at = record.ended_at
+        return transitions, ended_at
 
     def summaries(self, *, past: bool = False) -> list[SessionSummary]:
         """Every session's summary; with ``past``, then the records' past sessions,
