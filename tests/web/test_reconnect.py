@@ -164,11 +164,17 @@ def server_process(server: Server) -> int:
 
 RECORD_BANNER = """
 window.bannerTexts = [];
+window.toastTexts = [];
 new MutationObserver(() => {
   const banner = document.getElementById("banner");
   if (!banner.hidden) window.bannerTexts.push(document.getElementById("banner-text").textContent);
+  const toast = document.getElementById("toast");
+  if (!toast.hidden && window.toastTexts.at(-1) !== toast.textContent) {
+    window.toastTexts.push(toast.textContent);
+  }
 }).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
 """
+"""Records what the banner and the toast said (both come and go by themselves)."""
 
 
 def test_the_page_rides_out_a_restart_and_a_crash(
@@ -192,11 +198,16 @@ def test_the_page_rides_out_a_restart_and_a_crash(
     texts = page.evaluate("window.bannerTexts")
     assert any(text.startswith("Server restarting") for text in texts), texts
     assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "exact"
+    kept = "Server restarted — every session kept running; reattached"
+    page.wait_for_function("text => window.toastTexts.includes(text)", arg=kept)
+    assert "Server restarted — reattaching…" in page.evaluate("window.toastTexts")
+    page.evaluate("window.toastTexts = []")
     os.kill(server_process(server), signal.SIGKILL)
     wait_for(lambda: server_process(server) > 0, "a new server process")
     wait_for_terminal(page, rf"^line {last_number(page) + 300}$", timeout=30)
     expect(page.locator("#banner")).to_be_hidden()
     assert page.evaluate("window.ptyvisorDebug.lastReplay()") == "exact"
+    page.wait_for_function("text => window.toastTexts.includes(text)", arg=kept)
     total = stop_counter(page, tmp_path)
     numbers = numbers_in(terminal_lines(page))
     assert numbers == list(range(numbers[0], total + 1)), "every line exactly once, in order"
@@ -220,8 +231,13 @@ def test_server_restart(tmp_path: Path, page: Page) -> None:
     server = start_server(tmp_path, "--token", token, port=port, run="second")
     try:
         expect(banner).to_be_hidden(timeout=20_000)
-        expect(page.locator("#empty-title")).to_have_text("Session closed")
+        expect(page.locator("#empty-title")).to_have_text("Session gone")
+        expect(page.locator("#toast")).to_have_text(
+            "Server restarted — 1 session is gone (see Past sessions)"
+        )
         expect(page.locator(".session-button")).to_have_count(0)
+        # Not "No sessions yet": the list says what happened to them.
+        expect(page.locator("#session-empty")).to_contain_text("sessions this page showed are gone")
     finally:
         server.stop()
     # Back with another token: this tab's token no longer works, and it says so.

@@ -2,6 +2,26 @@
 
 /** @typedef {import("./protocol.js").SessionSummary} SessionSummary */
 
+/** @type {Record<string, string>} */
+const PHASE_LABELS = {
+  unavailable: "Live",
+  starting: "Starting",
+  working: "Working",
+  needs_input: "Needs input",
+  waiting: "Ready",
+  failed: "Failed",
+  stopped: "Stopped",
+};
+
+/**
+ * What a phase is called on the page ("waiting" is "Ready").
+ * @param {string} phase
+ * @returns {string}
+ */
+export function phaseLabel(phase) {
+  return PHASE_LABELS[phase] ?? phase;
+}
+
 /**
  * What the badge says and which colour class it gets. "unavailable" means no
  * extension ever reported: the program is just running ("Live") until it exits.
@@ -10,24 +30,26 @@
  */
 export function badgeOf(session) {
   const phase = session.activity.phase;
-  switch (phase) {
-    case "starting":
-      return { label: "Starting", phase };
-    case "working":
-      return { label: "Working", phase };
-    case "needs_input":
-      return { label: "Needs input", phase };
-    case "waiting":
-      return { label: "Ready", phase };
-    case "failed":
-      return { label: "Failed", phase };
-    case "stopped":
-      return { label: "Stopped", phase };
-    default:
-      return session.process.state === "exited"
-        ? { label: "Stopped", phase: "stopped" }
-        : { label: "Live", phase: "live" };
+  if (phase === "unavailable") {
+    return session.process.state === "exited"
+      ? { label: "Stopped", phase: "stopped" }
+      : { label: "Live", phase: "live" };
   }
+  return { label: phaseLabel(phase), phase };
+}
+
+/** Longest reason shown in a list entry or the header; the full one is in its tooltip. */
+const REASON_CHARS = 160;
+
+/**
+ * The activity's reason on one line ("editing auth.py", "killed", a failure's
+ * message), or "" when there is none.
+ * @param {SessionSummary} session
+ * @returns {string}
+ */
+export function reasonText(session) {
+  const reason = (session.activity.reason ?? "").replace(/\s+/g, " ").trim();
+  return reason.length > REASON_CHARS ? `${reason.slice(0, REASON_CHARS - 1)}…` : reason;
 }
 
 /**

@@ -5,7 +5,7 @@
 import { checkToken, takeToken } from "./auth.js";
 import { Connection } from "./connection.js";
 import { byId } from "./dom.js";
-import { badgeOf, commandText, duration, exitText } from "./format.js";
+import { badgeOf, commandText, duration, exitText, reasonText } from "./format.js";
 import { ConfirmDialog, describeError, NewSessionDialog, QueueBox } from "./forms.js";
 import { InteractionCards } from "./interaction.js";
 import { onShortcut } from "./keys.js";
@@ -15,6 +15,7 @@ import { SearchBar } from "./search.js";
 import { SessionList } from "./sessions.js";
 import { SessionStore } from "./store.js";
 import { layoutOf, TerminalPane } from "./terminal.js";
+import { TimelineView } from "./timeline.js";
 
 /**
  * @typedef {import("./protocol.js").ServerMessage} ServerMessage
@@ -61,6 +62,14 @@ class App {
     );
     this.pane = new TerminalPane(byId("terminal-host"), this.connection, this.store);
     this.search = new SearchBar(this.pane);
+    this.timeline = new TimelineView((message) => this.connection.request(message));
+    /** When the server we talk to started (hello): a new value means it restarted. */
+    this._serverStartedAt = /** @type {number | null} */ (null);
+    /** Sessions listed before a restart, to tell which came back; null when none pending. */
+    this._beforeRestart = /** @type {Set<string> | null} */ (null);
+    /** How many listed sessions the last restart took away (0: none). */
+    this._lostInRestart = 0;
+    this._timelineTicked = 0;
     this.cards = new InteractionCards(byId("cards"), this.connection, this.store);
     this.queue = new QueueBox(this.connection, this.store);
     this.confirm = new ConfirmDialog();
@@ -167,6 +176,7 @@ class App {
     else this.pane.open(id);
     this.cards.show(id);
     this.queue.show(id);
+    this.timeline.show(id);
     this._renderHeader();
     if (NARROW.matches) this._setSidebarOpen(id === null);
     if (id !== null && options.focusTerminal) this.pane.focus();
@@ -195,6 +205,7 @@ class App {
     });
     byId("kill-button").addEventListener("click", () => this._kill());
     byId("search-button").addEventListener("click", () => this.search.open());
+    byId("session-id").addEventListener("click", () => void this._copyId());
     byId("resume-button").addEventListener("click", () => {
       const session = this.store.get(this.selected);
       if (session) void this._resume(session);
@@ -275,8 +286,28 @@ class App {
     }
   }
 
+  async _copyId() {
+    const id = this.selected;
+    if (id === null) return;
+    const button = byId("session-id");
+    if (await copyText(id)) {
+      button.dataset.copied = "";
+      setTimeout(() => delete button.dataset.copied, 1500);
+    } else {
+      this._toast(`Session id: ${id} (copying is not allowed here)`);
+    }
+  }
+
   /** @param {Hello} hello */
   _opened(hello) {
+    const startedAt = hello.started_at ?? null;
+    const previous = this._serverStartedAt;
+    if (previous !== null && startedAt !== null && startedAt !== previous) {
+      // A new server process: sessions that outlived the old one come back.
+      this._beforeRestart = new Set(this.store.sessions.keys());
+      this._toast("Server restarted — reattaching…");
+    }
+    this._serverStartedAt = startedAt;
     this.everOpen = true;
     this.newSession.setAgents(hello.agents ?? []);
     this.connection.send({ type: "watch_sessions" });
@@ -289,6 +320,7 @@ class App {
         // The session-list stream only: a reply to a request of ours (the past
         // sessions' `list {all}`) is that request's business.
         if (message.req_id !== undefined && message.req_id !== null) break;
+        this._afterRestart(message.sessions);
         this.store.replaceAll(message.sessions);
         this._restoreSelection();
         break;
@@ -300,10 +332,12 @@ class App {
         };
         if ("answerable" in message) fields.answerable = message.answerable;
         this.store.patch(message.session, fields);
+        if (message.session === this.selected) this.timeline.changed();
         break;
       }
       case "process":
         this.store.patch(message.session, { process: message.process });
+        if (message.session === this.selected) this.timeline.changed();
         break;
       case "resized":
         this.store.patch(message.session, { size: message.size });
@@ -320,6 +354,40 @@ class App {
       default:
         break;
     }
+  }
+
+  /**
+   * The first list from a restarted server: say what came back and what did not
+   * (before the list replaces the store, which closes the pane of a session gone).
+   * @param {SessionSummary[]} sessions
+   */
+  _afterRestart(sessions) {
+    const before = this._beforeRestart;
+    if (before === null) return;
+    this._beforeRestart = null;
+    const listed = new Set(sessions.map((session) => session.id));
+    const gone = [...before].filter((id) => !listed.has(id));
+    this._lostInRestart = gone.length;
+    if (gone.length === 0) {
+      this._toast(
+        before.size > 0
+          ? "Server restarted — every session kept running; reattached"
+          : "Server restarted",
+      );
+    } else {
+      const count = gone.length === 1 ? "1 session is" : `${gone.length} sessions are`;
+      this._toast(`Server restarted — ${count} gone (see Past sessions)`);
+    }
+    this._renderEmptyNote();
+  }
+
+  _renderEmptyNote() {
+    const note = byId("session-empty");
+    note.textContent =
+      this._lostInRestart > 0
+        ? "The server restarted and the sessions this page showed are gone. " +
+          "Past sessions below can be resumed; or start a new one."
+        : "No sessions yet. Start one with “New session”.";
   }
 
   /** After a reload, reopen the session this tab had open (once it is listed). */
@@ -347,10 +415,17 @@ class App {
     if (this.selected !== null && this.store.loaded && !this.store.sessions.has(this.selected)) {
       const gone = this.selected;
       this.select(null);
-      byId("empty-title").textContent = "Session closed";
-      byId("empty-text").textContent =
-        `Session ${gone} was closed. Pick another one, or start a new one.`;
+      const lost = this._lostInRestart > 0;
+      byId("empty-title").textContent = lost ? "Session gone" : "Session closed";
+      byId("empty-text").textContent = lost
+        ? `Session ${gone} did not survive the server's restart. Resume it from Past ` +
+          "sessions, or start a new one."
+        : `Session ${gone} was closed. Pick another one, or start a new one.`;
       return;
+    }
+    if (this._lostInRestart > 0 && this.store.sessions.size > 0) {
+      this._lostInRestart = 0; // the list is in use again: "No sessions yet" from now on
+      this._renderEmptyNote();
     }
     this._renderHeader();
   }
@@ -363,10 +438,19 @@ class App {
     const badgeEl = byId("session-badge");
     badgeEl.textContent = badge.label;
     badgeEl.className = `badge phase-${badge.phase}`;
-    byId("session-command").textContent = commandText(session);
+    const reason = reasonText(session);
+    const reasonEl = byId("session-reason");
+    reasonEl.textContent = reason ? `· ${reason}` : "";
+    reasonEl.title = session.activity.reason ?? "";
+    reasonEl.hidden = reason === "";
+    const command = commandText(session);
+    const commandEl = byId("session-command");
+    commandEl.textContent = command;
+    commandEl.title = command;
     byId("session-cwd").textContent = session.cwd;
-    const extra = [exitText(session), session.id, `${session.size.cols}×${session.size.rows}`];
-    byId("session-extra").textContent = `· ${extra.filter(Boolean).join(" · ")}`;
+    byId("session-id-text").textContent = session.id;
+    const extra = [exitText(session), `${session.size.cols}×${session.size.rows}`];
+    byId("session-extra").textContent = extra.filter(Boolean).join(" · ");
     /** @type {HTMLButtonElement} */ (byId("kill-button")).disabled =
       session.process.state === "exited";
     const resume = /** @type {HTMLButtonElement} */ (byId("resume-button"));
@@ -378,6 +462,10 @@ class App {
   _tick() {
     const session = this.store.get(this.selected);
     if (session) byId("session-time").textContent = duration(Date.now() - session.activity.since);
+    if (Date.now() - this._timelineTicked >= 1000) {
+      this._timelineTicked = Date.now();
+      this.timeline.tick();
+    }
     this._renderBanner();
   }
 
@@ -429,6 +517,20 @@ class App {
     this._toastTimer = setTimeout(() => {
       toast.hidden = true;
     }, 8000);
+  }
+}
+
+/**
+ * Put `text` on the clipboard; false when the browser refuses (an insecure origin).
+ * @param {string} text
+ * @returns {Promise<boolean>}
+ */
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

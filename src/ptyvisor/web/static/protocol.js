@@ -71,7 +71,7 @@
  * @property {TermSize} size
  * @property {{ansi: string, title: string}} screen
  *
- * @typedef {{type: "hello", protocol: number, server_version: string, agents?: string[]}} Hello
+ * @typedef {{type: "hello", protocol: number, server_version: string, agents?: string[], started_at?: number}} Hello
  * @typedef {{type: "sessions", req_id?: ReqId, sessions: SessionSummary[]}} SessionsMessage
  * @typedef {{type: "spawned", req_id?: ReqId, session: SessionSummary}} Spawned
  * @typedef {{type: "attached", req_id?: ReqId, session: SessionSummary, seq: number, live_seq: number, replay: "exact" | "snapshot", truncated: boolean, snapshot?: Snapshot | null}} Attached
@@ -83,8 +83,10 @@
  * @typedef {{type: "ok", req_id?: ReqId}} Ok
  * @typedef {{type: "error", req_id?: ReqId, code: string, message: string}} ErrorMessage
  * @typedef {{type: "stats", req_id?: ReqId}} Stats
+ * @typedef {{at: number, phase: Phase, reason?: string | null}} Transition
+ * @typedef {{type: "timeline", req_id?: ReqId, session: string, transitions: Transition[], ended_at?: number | null}} Timeline
  *
- * @typedef {Hello | SessionsMessage | Spawned | Attached | SnapshotMessage | ActivityChanged | ProcessChanged | Resized | Closed | Ok | ErrorMessage | Stats} ServerMessage
+ * @typedef {Hello | SessionsMessage | Spawned | Attached | SnapshotMessage | ActivityChanged | ProcessChanged | Resized | Closed | Ok | ErrorMessage | Stats | Timeline} ServerMessage
  * @typedef {string | number | null} ReqId
  */
 

@@ -3,7 +3,7 @@
 // hover and scroll position survive the list pushes that arrive every second.
 
 import { h } from "./dom.js";
-import { badgeOf, commandText, duration, exitText } from "./format.js";
+import { badgeOf, commandText, duration, exitText, reasonText } from "./format.js";
 
 /**
  * @typedef {import("./protocol.js").SessionSummary} SessionSummary
@@ -130,6 +130,9 @@ export class SessionList extends EventTarget {
     setText(entry.time, duration(Date.now() - session.activity.since));
     const parts = [];
     const exit = exitText(session);
+    const reason = reasonText(session);
+    // "killed" beside "killed by SIGHUP" says nothing new.
+    if (reason && !(exit && exit.startsWith(reason))) parts.push(reason);
     if (exit) parts.push(exit);
     if (session.pending_interaction) parts.push(pendingText(session));
     if (session.queued_message) parts.push("message queued");
@@ -138,6 +141,7 @@ export class SessionList extends EventTarget {
     }
     // A non-breaking space keeps the row's height when there is nothing to say.
     setText(entry.detail, parts.join(" · ") || "\u00a0");
+    entry.detail.title = session.activity.reason ?? "";
     entry.item.dataset.phase = badge.phase;
     if (index < 9) entry.button.setAttribute("aria-keyshortcuts", `Alt+${index + 1}`);
     else entry.button.removeAttribute("aria-keyshortcuts");
