@@ -96,6 +96,8 @@ class Client:
         self.session_id: str | None = None
         self.seq: int | None = None
         self._answers_queries = False
+        self._size: tuple[int, int] | None = None
+        self._view_only = False
         self._closing = False
 
     # ------------------------------------------------------------------ connection
@@ -150,6 +152,8 @@ class Client:
             since=self.seq if resume else None,
             answers_queries=self._answers_queries,
             scrollback=scrollback,
+            size=self._size,
+            view_only=self._view_only,
         )
 
     async def _read_loop(self, ws: ClientConnection) -> None:
@@ -281,20 +285,29 @@ class Client:
         since: int | None = None,
         answers_queries: bool = False,
         scrollback: bool = True,
+        size: tuple[int, int] | None = None,
+        view_only: bool = False,
     ) -> Attached:
+        """``size`` (cols, rows): what this client would like; it gets it when no
+        other client holds the size, else with its next input. ``view_only``: watch
+        only (input and resize are refused)."""
         self.seq = None
-        reply = await self.request(
-            {
-                "type": "attach",
-                "session": session_id,
-                "since": since,
-                "answers_queries": answers_queries,
-                "scrollback": scrollback,
-            }
-        )
+        message: dict[str, Any] = {
+            "type": "attach",
+            "session": session_id,
+            "since": since,
+            "answers_queries": answers_queries,
+            "scrollback": scrollback,
+            "view_only": view_only,
+        }
+        if size is not None:
+            message["cols"], message["rows"] = size
+        reply = await self.request(message)
         assert isinstance(reply, Attached)
         self.session_id = session_id
         self._answers_queries = answers_queries
+        self._size = size
+        self._view_only = view_only
         return reply
 
     async def detach(self) -> None:
@@ -316,6 +329,8 @@ class Client:
 
     async def resize(self, session_id: str, cols: int, rows: int) -> None:
         await self.request({"type": "resize", "session": session_id, "cols": cols, "rows": rows})
+        if session_id == self.session_id:
+            self._size = (cols, rows)  # what a reconnect attaches with
 
     async def signal(self, session_id: str, signal: SignalName) -> None:
         await self.request({"type": "signal", "session": session_id, "signal": signal})

@@ -61,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="attach this terminal to a session")
     client_options(attach)
     attach.add_argument("session")
-    attach.add_argument("--detach-key", default="^]")
+    attach.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+    attach.add_argument(
+        "--view-only",
+        action="store_true",
+        help="watch only: keys are not sent and the program keeps its size",
+    )
 
     ls = sub.add_parser("ls", help="list sessions")
     client_options(ls)
@@ -251,7 +256,6 @@ async def _client_command(options: argparse.Namespace) -> int:
                 if not sys.stdin.isatty():
                     print(session.id)
                     return 0
-                await client.resize(session.id, *_terminal_size())
                 attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
                 code = await attachment.run()
                 return _finish(code, session.id, reachable=attachment.connected)
@@ -272,7 +276,9 @@ async def _client_command(options: argparse.Namespace) -> int:
                 return 0
             case "attach":
                 key = parse_key(options.detach_key)
-                attachment = TerminalAttachment(client, options.session, key)
+                attachment = TerminalAttachment(
+                    client, options.session, key, view_only=options.view_only
+                )
                 code = await attachment.run()
                 return _finish(code, options.session, reachable=attachment.connected)
             case "run":

@@ -260,6 +260,24 @@ class Attach(_Request):
         description="Whether a snapshot sent instead of a replay includes the scrollback "
         "(false to redraw a terminal that already shows it)",
     )
+    view_only: bool = Field(
+        default=False,
+        description="Watch only: input and resize from this client get view_only errors, "
+        "and it never changes the program's size",
+    )
+    cols: Cols | None = Field(
+        default=None,
+        description="The size this client would like (with rows). The program takes it "
+        "now only if no other client holds the size; this client's next input takes it "
+        "back (the size follows the client that last typed or resized)",
+    )
+    rows: Rows | None = None
+
+    @model_validator(mode="after")
+    def _size_is_whole(self) -> Attach:
+        if (self.cols is None) != (self.rows is None):
+            raise ValueError("cols and rows come together")
+        return self
 
 
 class Detach(_Request):
@@ -273,6 +291,9 @@ class Input(_Request):
 
 
 class Resize(_Request):
+    """This client's window is now ``cols`` x ``rows``: the program takes that size
+    (the size follows the client that last typed or resized, as tmux's ``latest``)."""
+
     type: Literal["resize"]
     session: SessionId
     cols: Cols
@@ -538,6 +559,7 @@ ErrorCode = Literal[
     "not_running",
     "not_resumable",
     "no_records",
+    "view_only",
     "internal",
 ]
 

@@ -68,6 +68,7 @@ from ptyvisor.protocol import (
     Spawn,
     Spawned,
     Stats,
+    TermSize,
     Timeline,
     Unsend,
     UnwatchSessions,
@@ -204,8 +205,12 @@ class Connection:
             self._error("too_large", f"input message over {MAX_TEXT_MESSAGE} bytes")
         elif self._session is None:
             self._error("not_attached", "binary input needs an attached session")
-        elif not self._session.write_input(data):
-            self._error("session_exited", "the program has exited or is not reading input")
+        elif self._session.is_viewer(self):
+            self._error("view_only", "attached to watch only: input is not sent")
+        else:
+            self._session.typed_by(self)
+            if not self._session.write_input(data):
+                self._error("session_exited", "the program has exited or is not reading input")
 
     async def _text_message(self, text: str) -> None:
         if len(text) > MAX_TEXT_MESSAGE:
@@ -282,18 +287,31 @@ class Connection:
                 self._detach()
                 self.answers_queries = request.answers_queries
                 self._session = session
+                size = (
+                    TermSize(cols=request.cols, rows=request.rows)
+                    if request.cols is not None and request.rows is not None
+                    else None
+                )
                 await session.attach(
-                    self, since=request.since, req_id=request.req_id, scrollback=request.scrollback
+                    self,
+                    since=request.since,
+                    req_id=request.req_id,
+                    scrollback=request.scrollback,
+                    size=size,
+                    view_only=request.view_only,
                 )
             case Detach():
                 self._detach()
                 self._ok(request.req_id)
             case Input():
-                if not supervisor.get(request.session).write_input(request.data.encode()):
+                session = self._unless_viewer(supervisor.get(request.session), "input")
+                session.typed_by(self)
+                if not session.write_input(request.data.encode()):
                     raise RequestError("session_exited", "the program has exited or is busy")
                 self._ok_if_asked(request.req_id)
             case Resize():
-                await supervisor.get(request.session).resize(request.cols, request.rows)
+                session = self._unless_viewer(supervisor.get(request.session), "resize")
+                await session.resized_by(self, request.cols, request.rows)
                 self._ok_if_asked(request.req_id)
             case SendSignal():
                 session = supervisor.get(request.session)
@@ -385,6 +403,11 @@ class Connection:
                 self._reply(Spawned(req_id=request.req_id, session=session.summary()))
             case _:
                 assert_never(request)
+
+    def _unless_viewer(self, session: Session, what: str) -> Session:
+        if session.is_viewer(self):
+            raise RequestError("view_only", f"attached to watch only: no {what}")
+        return session
 
     def _detach(self) -> None:
         if self._session is not None:

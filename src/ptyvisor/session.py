@@ -66,6 +66,7 @@ from ptyvisor.records import Records
 from ptyvisor.renderer import QUIET_SECONDS, Renderer
 from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
+from ptyvisor.sizing import SizePolicy
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +224,10 @@ class Session:
             reader_busy=self._reader_busy,
         )
         self._subscribers: list[Subscriber] = []
+        self._viewers: set[Subscriber] = set()
+        """Attached with ``view_only``: they never type or resize."""
+        self.sizing: SizePolicy[Subscriber] = SizePolicy()
+        self._renderer_resize_due = anyio.Event()
         self._answering = 0
         self._input = bytearray()
         self._input_ready = anyio.Event()
@@ -253,6 +258,7 @@ class Session:
                     tg.start_soon(self._watch_exit)
                     tg.start_soon(self.renderer.run)
                     tg.start_soon(self._write_loop)
+                    tg.start_soon(self._renderer_resize_loop)
                     if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
                         tg.start_soon(self._ready_when_quiet)
         finally:
@@ -606,18 +612,54 @@ class Session:
         self.child.send_signal(signum)
 
     async def resize(self, cols: int, rows: int) -> None:
-        size = TermSize(cols=cols, rows=rows)
-        if size == self.size:
-            return
+        """Resize the program, and the headless terminal once it has rendered what
+        came before (so a snapshot taken after this returns is at the new size)."""
+        if self._resize_program(TermSize(cols=cols, rows=rows)):
+            await self.renderer.resize(cols, rows)
+
+    def _resize_program(self, size: TermSize) -> bool:
+        """The program's side of a resize, at once (TIOCSWINSZ, then everyone is
+        told); the headless terminal follows in stream order (`resize`, or the
+        resize loop for callers that cannot wait). False when nothing changed."""
+        if size == self.size or self.exited.is_set():
+            return False
         self.size = size
-        self.child.resize(cols, rows)
+        self.child.resize(size.cols, size.rows)
         if self._owner is not None:
-            self._owner.resized(self.id, cols, rows)
+            self._owner.resized(self.id, size.cols, size.rows)
         if self._records is not None:
-            self._records.resized(self.id, cols, rows)
-        await self.renderer.resize(cols, rows)
+            self._records.resized(self.id, size.cols, size.rows)
         self._broadcast(Resized(session=self.id, size=size).model_dump_json())
         self._on_change()
+        return True
+
+    def _resize_soon(self, size: TermSize | None) -> None:
+        if size is not None and self._resize_program(size):
+            self._renderer_resize_due.set()
+
+    async def _renderer_resize_loop(self) -> None:
+        while True:
+            await self._renderer_resize_due.wait()
+            self._renderer_resize_due = anyio.Event()
+            await self.renderer.resize(self.size.cols, self.size.rows)
+
+    # Size policy (see `sizing`): which attached client's size the program gets.
+
+    def is_viewer(self, client: Subscriber) -> bool:
+        return client in self._viewers
+
+    def typed_by(self, client: Subscriber) -> None:
+        """Input from ``client`` is next: it takes its size back first (tmux's latest)."""
+        self._resize_soon(self.sizing.typed(client))
+
+    async def resized_by(self, client: Subscriber, cols: int, rows: int) -> None:
+        """``client``'s window is now ``cols`` x ``rows``: the program follows it."""
+        size = TermSize(cols=cols, rows=rows)
+        if client in self._subscribers:
+            self.sizing.resized(client, size)
+        else:
+            self.sizing.resized_from_outside()
+        await self.resize(cols, rows)
 
     # ------------------------------------------------------------------ attach
 
@@ -628,8 +670,19 @@ class Session:
         since: int | None,
         req_id: str | int | None,
         scrollback: bool = True,
+        size: TermSize | None = None,
+        view_only: bool = False,
     ) -> None:
-        """Register a client and queue its catch-up: exact bytes if held, else a snapshot."""
+        """Register a client and queue its catch-up: exact bytes if held, else a
+        snapshot. ``size``: what the client would like (it gets it if nobody holds
+        the size yet); ``view_only``: it only watches."""
+        if view_only:
+            self._viewers.add(subscriber)
+        else:
+            self._viewers.discard(subscriber)
+            wanted = self.sizing.attached(subscriber, size)
+            if wanted is not None:
+                await self.resize(wanted.cols, wanted.rows)
         if since is not None and self.log.holds(since):
             self._subscribe(subscriber)
             subscriber.outbox.put_text(
@@ -686,6 +739,8 @@ class Session:
             self._on_change()
 
     def detach(self, subscriber: Subscriber) -> None:
+        self._viewers.discard(subscriber)
+        self._resize_soon(self.sizing.detached(subscriber))
         if subscriber in self._subscribers:
             self._subscribers.remove(subscriber)
             self._answering -= subscriber.answers_queries
@@ -695,6 +750,8 @@ class Session:
     def detach_all(self) -> list[Subscriber]:
         subscribers, self._subscribers = self._subscribers, []
         self._answering = 0
+        self._viewers.clear()
+        self.sizing = SizePolicy()
         return subscribers
 
     # ------------------------------------------------------------------ views

@@ -57,10 +57,14 @@ def parse_key(spec: str) -> bytes:
 
 
 class TerminalAttachment:
-    def __init__(self, client: Client, session_id: str, detach_key: bytes) -> None:
+    def __init__(
+        self, client: Client, session_id: str, detach_key: bytes, *, view_only: bool = False
+    ) -> None:
         self._client = client
         self._session_id = session_id
         self._detach_key = detach_key
+        self._view_only = view_only
+        """Watch only: keys other than the detach key are not sent, nor our size."""
         self._in = sys.stdin.fileno()
         self._out = sys.stdout.fileno()
         self.exit_code: int | None = None
@@ -94,8 +98,14 @@ class TerminalAttachment:
         saved = termios.tcgetattr(self._in)
         tty.setraw(self._in)
         try:
-            await self._resize()
-            attached = await self._client.attach(self._session_id, answers_queries=True)
+            # Our size goes with the attach: we get it if nobody else holds it, and
+            # take it back with our first key otherwise (see sizing.py).
+            attached = await self._client.attach(
+                self._session_id,
+                answers_queries=True,
+                size=None if self._view_only else self._terminal_size(),
+                view_only=self._view_only,
+            )
             self._live_seq = attached.live_seq
             if attached.snapshot is not None:
                 self._draw(attached.snapshot)
@@ -104,7 +114,8 @@ class TerminalAttachment:
                 return self.exit_code
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump_input, tg.cancel_scope)
-                tg.start_soon(self._follow_resizes)
+                if not self._view_only:
+                    tg.start_soon(self._follow_resizes)
                 await self._pump_output()
                 tg.cancel_scope.cancel()
         finally:
@@ -129,10 +140,17 @@ class TerminalAttachment:
         code = process.exit_code
         self.exit_code = code if code is not None else 128 + (process.signal or 0)
 
-    async def _resize(self) -> None:
-        with contextlib.suppress(OSError):
+    def _terminal_size(self) -> tuple[int, int] | None:
+        try:
             cols, rows = os.get_terminal_size(self._out)
-            await self._client.resize(self._session_id, cols, rows)
+        except OSError:
+            return None
+        return (cols, rows) if cols > 0 and rows > 0 else None
+
+    async def _resize(self) -> None:
+        size = self._terminal_size()
+        if size is not None:
+            await self._client.resize(self._session_id, *size)
 
     async def _follow_resizes(self) -> None:
         with anyio.open_signal_receiver(signal.SIGWINCH) as signals:
@@ -152,6 +170,9 @@ class TerminalAttachment:
                 self.detached = True
                 scope.cancel()
                 return
+            if self._view_only:
+                self._status("watching only: keys are not sent (the detach key leaves)")
+                continue
             await self._send(data)
 
     async def _send(self, data: bytes) -> None:
