@@ -205,37 +205,85 @@ def test_queued_message_for_a_working_agent(server: Server, page: Page, tmp_path
 
 
 def test_tabs_of_different_sizes_share_a_session(server: Server, browser: BrowserContext) -> None:
+    """The program's size follows the tab that last typed (tmux's latest): opening
+    a session in a small tab takes nothing, typing there does, typing in the wide
+    tab takes it back, and closing the small tab leaves the wide tab's size."""
     wide, narrow = open_tab(browser), open_tab(browser)
     narrow.set_viewport_size({"width": 700, "height": 600})
     login(wide, server)
     login(narrow, server)
     spawn_from_form(wide, "bash --norc --noprofile", name="sized")
-    # The tab fits its terminal to its pane after the spawn; typing there sends that
-    # size first, so the program reports the tab's own size.
     wide.locator("#terminal-host").click()
     wide.keyboard.type("echo first $(stty size)")
     wide.keyboard.press("Enter")
     wait_for_terminal(wide, r"^first \d+ \d+$")
     wide_size = server.sessions()[0]["size"]
-    # Opening it in the smaller tab resizes the program to that tab's pane …
+    wide_text = f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
+    # Only opening it in the smaller tab leaves the program at the wide tab's size;
+    # the small tab draws at that size, scrolling sideways in its pane.
     session_entry(narrow, "sized").click()
-    expect(narrow.locator("#session-extra")).not_to_contain_text(
-        f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
-    )
+    wait_for_terminal(narrow, r"^first \d+ \d+$")
+    expect(narrow.locator("#session-extra")).to_contain_text(wide_text)
+    assert narrow.evaluate("window.ptyvisorDebug.terminalSize().cols") == wide_size["cols"]
+    host = narrow.locator("#terminal-host")
+    assert host.evaluate("el => el.scrollWidth > el.clientWidth")
+    # Typing in the small tab gives the program its size, for everyone …
+    narrow.locator("#terminal-host").click()
+    narrow.keyboard.type("echo small $(stty size)")
+    narrow.keyboard.press("Enter")
+    wait_for_terminal(narrow, r"^small \d+ \d+$")
     narrow_size = server.sessions()[0]["size"]
     assert narrow_size["cols"] < wide_size["cols"]
-    # … the wide tab draws at that size meanwhile, and takes its own size back as
-    # soon as the user types there again.
     expect(wide.locator("#session-extra")).to_contain_text(
         f"{narrow_size['cols']}\N{MULTIPLICATION SIGN}{narrow_size['rows']}"
     )
+    # … and typing in the wide tab takes its own back.
     wide.locator("#terminal-host").click()
     wide.keyboard.type("echo again $(stty size)")
     wide.keyboard.press("Enter")
     wait_for_terminal(wide, f"^again {wide_size['rows']} {wide_size['cols']}$")
-    expect(narrow.locator("#session-extra")).to_contain_text(
-        f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
-    )
+    expect(narrow.locator("#session-extra")).to_contain_text(wide_text)
+    # The small tab takes it once more, then closes: the size goes back to the wide tab.
+    narrow.locator("#terminal-host").click()
+    narrow.keyboard.press("Enter")
+    expect(wide.locator("#session-extra")).not_to_contain_text(wide_text)
+    narrow.close()
+    expect(wide.locator("#session-extra")).to_contain_text(wide_text)
+
+
+def test_watch_only_never_types_or_resizes(server: Server, browser: BrowserContext) -> None:
+    owner, watcher = open_tab(browser), open_tab(browser)
+    watcher.set_viewport_size({"width": 700, "height": 600})
+    login(owner, server)
+    login(watcher, server)
+    spawn_from_form(owner, "bash --norc --noprofile", name="watched")
+    owner.locator("#terminal-host").click()
+    owner.keyboard.type("echo hello")
+    owner.keyboard.press("Enter")
+    wait_for_terminal(owner, "^hello$")
+    size = server.sessions()[0]["size"]
+    session_entry(watcher, "watched").click()
+    wait_for_terminal(watcher, "^hello$")
+    toggle = watcher.locator("#view-only-button")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    expect(toggle).to_have_text("Watching only")
+    watcher.locator("#terminal-host").click()
+    watcher.keyboard.type("echo from-watcher")
+    watcher.keyboard.press("Enter")
+    # Resizing a watching tab's window does not resize the program either.
+    watcher.set_viewport_size({"width": 600, "height": 500})
+    owner.keyboard.type("echo from-owner")
+    owner.keyboard.press("Enter")
+    wait_for_terminal(watcher, "^from-owner$")
+    assert not any("from-watcher" in line for line in terminal_lines(watcher))
+    assert server.sessions()[0]["size"] == size
+    # Back to taking part: typing works (and takes the size).
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "false")
+    watcher.keyboard.type("echo joined")
+    watcher.keyboard.press("Enter")
+    wait_for_terminal(owner, "^joined$")
 
 
 def test_program_title_shows_and_survives_reopening(server: Server, page: Page) -> None:

@@ -206,6 +206,11 @@ class App {
     byId("kill-button").addEventListener("click", () => this._kill());
     byId("search-button").addEventListener("click", () => this.search.open());
     byId("session-id").addEventListener("click", () => void this._copyId());
+    byId("view-only-button").addEventListener("click", () => {
+      this.pane.setViewOnly(!this.pane.viewOnly);
+      this._renderHeader();
+      if (!this.pane.viewOnly) this.pane.focus();
+    });
     byId("resume-button").addEventListener("click", () => {
       const session = this.store.get(this.selected);
       if (session) void this._resume(session);
@@ -453,6 +458,10 @@ class App {
     byId("session-extra").textContent = extra.filter(Boolean).join(" · ");
     /** @type {HTMLButtonElement} */ (byId("kill-button")).disabled =
       session.process.state === "exited";
+    const watch = byId("view-only-button");
+    watch.setAttribute("aria-pressed", String(this.pane.viewOnly));
+    watch.textContent = this.pane.viewOnly ? "Watching only" : "Watch only";
+    watch.hidden = session.process.state === "exited";
     const resume = /** @type {HTMLButtonElement} */ (byId("resume-button"));
     resume.hidden = session.process.state !== "exited";
     resume.textContent = resumeAction(session).label;

@@ -96,13 +96,20 @@ export class TerminalPane extends EventTarget {
     this.lagged = 0;
     this._encoder = new TextEncoder();
     this._fitQueued = false;
+    // Size policy (the server's sizing.py, tmux's "latest"): the program has the
+    // size of the client that last typed or resized. So this terminal always draws
+    // at the program's size (scrolling when the pane is smaller), and the pane's
+    // own size is only what we would like: sent with the attach, and as a resize
+    // when the pane itself changes; typing here takes it back on the server's side.
     new ResizeObserver(() => this._queueFit()).observe(host);
-    // Several tabs may show one session at different sizes; the last one to resize
-    // wins (others adopt its size, see `resized`). The one the user types in takes
-    // the size back, as tmux does for its latest client.
-    host.addEventListener("focusin", () => this._fit());
-    /** We draw at a size another client asked for (and take ours back on input). */
-    this._adopted = false;
+    // The terminal may be smaller than the pane: a click anywhere in it focuses it.
+    host.addEventListener("click", (event) => {
+      if (event.target === host) this.focus();
+    });
+    /** The size this pane would like (the last one sent), or null before the first. */
+    this._wanted = /** @type {TermSize | null} */ (null);
+    /** Watch only: never types, never resizes the program. */
+    this.viewOnly = false;
     connection.addEventListener("message", (event) =>
       this._message(/** @type {CustomEvent<ServerMessage>} */ (event).detail),
     );
@@ -134,7 +141,6 @@ export class TerminalPane extends EventTarget {
     term.onData((data) => this._input(this._encoder.encode(data)));
     // Non-UTF-8 mouse reports: one byte per char code.
     term.onBinary((data) => this._input(Uint8Array.from(data, (c) => c.charCodeAt(0) & 0xff)));
-    term.onResize(() => this._sendSize());
     // Agents keep their task in the title (Claude Code does); snapshots restore it.
     term.onTitleChange((title) => this._emit("title", title));
     term.open(this.host);
@@ -143,7 +149,9 @@ export class TerminalPane extends EventTarget {
     this.term = term;
     this.fitAddon = fitAddon;
     this.searchAddon = searchAddon;
-    this._fit();
+    this._wanted = null;
+    const size = this.store.get(id)?.size;
+    if (size) term.resize(size.cols, size.rows);
     this._attach(null);
   }
 
@@ -213,8 +221,19 @@ export class TerminalPane extends EventTarget {
     if (this.sessionId === null) return;
     this.attached = false;
     /** @type {Record<string, unknown>} */
-    const message = { type: "attach", session: this.sessionId, answers_queries: true };
+    const message = {
+      type: "attach",
+      session: this.sessionId,
+      answers_queries: true,
+      view_only: this.viewOnly,
+    };
     if (since !== null) message.since = since;
+    const wanted = this.viewOnly ? null : this._paneSize();
+    if (wanted !== null) {
+      message.cols = wanted.cols;
+      message.rows = wanted.rows;
+      this._wanted = wanted;
+    }
     this.pendingAttach = this.connection.sendTagged(message);
     if (this.pendingAttach !== null) this._status(since === null ? "Attaching…" : "");
   }
@@ -243,7 +262,7 @@ export class TerminalPane extends EventTarget {
           this._draw(message.snapshot);
         } else {
           this.position = message.seq;
-          this._fit(); // the pane may have changed size while we were away
+          this._follow(term, message.session.size);
         }
         break;
       case "snapshot":
@@ -256,16 +275,9 @@ export class TerminalPane extends EventTarget {
         }
         break;
       case "resized":
-        // Another client resized the session: draw at its size so output lines up.
-        if (message.session === this.sessionId) {
-          const { cols, rows } = message.size;
-          inOrder(term, () => {
-            if (this.term === term && (cols !== term.cols || rows !== term.rows)) {
-              term.resize(cols, rows);
-              this._adopted = true;
-            }
-          });
-        }
+        // The program has a new size (ours or another client's): draw at it, in
+        // stream order, so output lines up.
+        if (message.session === this.sessionId) this._follow(term, message.size);
         break;
       case "process":
         if (message.session === this.sessionId) this._syncInput();
@@ -304,9 +316,34 @@ export class TerminalPane extends EventTarget {
         term.resize(snapshot.size.cols, snapshot.size.rows);
       }
     });
-    term.write(snapshot.screen.ansi, () => {
-      if (this.term === term) this._fit();
+    term.write(snapshot.screen.ansi);
+    // The program may have been resized since the snapshot was taken.
+    const size = this.store.get(this.sessionId)?.size;
+    if (size) this._follow(term, size);
+  }
+
+  /**
+   * Draw at the program's size from here on in the stream.
+   * @param {Terminal} term
+   * @param {TermSize} size
+   */
+  _follow(term, size) {
+    inOrder(term, () => {
+      if (this.term === term && (size.cols !== term.cols || size.rows !== term.rows)) {
+        term.resize(size.cols, size.rows);
+      }
     });
+  }
+
+  /**
+   * Watch only (true) or take part (false): attached again the new way.
+   * @param {boolean} viewOnly
+   */
+  setViewOnly(viewOnly) {
+    if (viewOnly === this.viewOnly) return;
+    this.viewOnly = viewOnly;
+    this._syncInput();
+    if (this.sessionId !== null && this.term !== null) this._attach(this.position);
   }
 
   /** @param {ArrayBuffer} data */
@@ -326,9 +363,9 @@ export class TerminalPane extends EventTarget {
   /** @param {Uint8Array} bytes */
   _input(bytes) {
     if (this._exited()) return;
+    if (this.viewOnly) return;
     if (this.attached) {
-      // Typing reclaims the size (see `resized`) before the keys arrive.
-      if (this._adopted) this._fit();
+      // The server gives the program our size back first if another client had it.
       if (this.connection.sendBinary(bytes)) return;
     }
     // Not attached yet (just opened, or reconnecting): kept, sent once attached.
@@ -351,7 +388,7 @@ export class TerminalPane extends EventTarget {
   }
 
   _syncInput() {
-    if (this.term) this.term.options.disableStdin = this._exited();
+    if (this.term) this.term.options.disableStdin = this.viewOnly || this._exited();
   }
 
   _queueFit() {
@@ -359,37 +396,30 @@ export class TerminalPane extends EventTarget {
     this._fitQueued = true;
     requestAnimationFrame(() => {
       this._fitQueued = false;
-      this._fit();
+      this._paneChanged();
     });
   }
 
-  /** Size the terminal to the pane; onResize then tells the server. */
-  _fit() {
-    const term = this.term;
+  /**
+   * The cols × rows this pane has room for, or null while it has none (hidden).
+   * @returns {TermSize | null}
+   */
+  _paneSize() {
     const dims = this.fitAddon?.proposeDimensions();
-    if (!term || !dims || !(dims.cols > 0 && dims.rows > 0)) return;
-    this._adopted = false;
-    if (dims.cols !== term.cols || dims.rows !== term.rows) term.resize(dims.cols, dims.rows);
-    else this._sendSize();
+    if (!dims || !(dims.cols > 0 && dims.rows > 0)) return null;
+    return { cols: Math.min(dims.cols, 1000), rows: Math.min(dims.rows, 500) };
   }
 
-  /** Tell the server our size, unless it already has it or the program is gone. */
-  _sendSize() {
-    const term = this.term;
-    if (term === null || this.sessionId === null || !this.attached || this._exited()) return;
-    const dims = this.fitAddon?.proposeDimensions();
-    // Only a size that fits our pane is ours to ask for: a resize adopted from
-    // another client (see `resized`) is not sent back.
-    if (!dims || dims.cols !== term.cols || dims.rows !== term.rows) return;
-    const size = this.store.get(this.sessionId)?.size;
-    if (size && size.cols === term.cols && size.rows === term.rows) return;
-    this.connection.send({
-      type: "resize",
-      session: this.sessionId,
-      cols: term.cols,
-      rows: term.rows,
-    });
-    this.store.patch(this.sessionId, { size: { cols: term.cols, rows: term.rows } });
+  /** The pane was resized (the window, the sidebar): that is a resize of ours. */
+  _paneChanged() {
+    if (this.term === null || this.sessionId === null || !this.attached) return;
+    if (this.viewOnly || this._exited()) return;
+    const size = this._paneSize();
+    if (size === null) return;
+    const wanted = this._wanted;
+    if (wanted && wanted.cols === size.cols && wanted.rows === size.rows) return;
+    this._wanted = size;
+    this.connection.send({ type: "resize", session: this.sessionId, ...size });
   }
 
   /** @param {string} text */
