@@ -8,6 +8,7 @@ import { byId } from "./dom.js";
 import { badgeOf, commandText, duration, exitText, reasonText } from "./format.js";
 import { ConfirmDialog, describeError, NewSessionDialog, QueueBox } from "./forms.js";
 import { InteractionCards } from "./interaction.js";
+import { KeyBar } from "./keybar.js";
 import { onShortcut } from "./keys.js";
 import { Notifier } from "./notify.js";
 import { PastSessions, resumeAction } from "./past.js";
@@ -62,6 +63,7 @@ class App {
     );
     this.pane = new TerminalPane(byId("terminal-host"), this.connection, this.store);
     this.search = new SearchBar(this.pane);
+    this.keyBar = new KeyBar(byId("key-bar"), this.pane);
     this.timeline = new TimelineView((message) => this.connection.request(message));
     /** When the server we talk to started (hello): a new value means it restarted. */
     this._serverStartedAt = /** @type {number | null} */ (null);
@@ -172,13 +174,14 @@ class App {
     byId("empty-view").hidden = id !== null;
     byId("session-view").hidden = id === null;
     if (id !== this.pane.sessionId) this.search.reset();
+    // On a phone the list folds away first: the pane measures its real size.
+    if (NARROW.matches) this._setSidebarOpen(id === null);
     if (id === null) this.pane.close();
     else this.pane.open(id);
     this.cards.show(id);
     this.queue.show(id);
     this.timeline.show(id);
     this._renderHeader();
-    if (NARROW.matches) this._setSidebarOpen(id === null);
     if (id !== null && options.focusTerminal) this.pane.focus();
   }
 

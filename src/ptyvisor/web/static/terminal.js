@@ -50,6 +50,16 @@ export const FONT_FAMILY =
  */
 const LINE_HEIGHT = 1.2;
 
+/** What the key bar's keys send. */
+const KEYS = /** @type {Record<string, string>} */ ({
+  escape: "\x1b",
+  tab: "\t",
+  enter: "\r",
+  "ctrl-c": "\x03",
+  "ctrl-d": "\x04",
+});
+const ARROWS = /** @type {Record<string, string>} */ ({ up: "A", down: "B", right: "C", left: "D" });
+
 /** Schemes a link in the terminal may open; anything else is left as text. */
 const LINK_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 
@@ -256,6 +266,7 @@ export class TerminalPane extends EventTarget {
         this._syncInput();
         this._sendEarlyInput();
         this._status("");
+        this._queueFit(); // the pane may have changed while the attach was on its way
         this.lastReplay = message.replay;
         this.liveSeq = message.live_seq;
         if (message.replay === "snapshot" && message.snapshot) {
@@ -358,6 +369,24 @@ export class TerminalPane extends EventTarget {
     }
     this.position = seq + bytes.length;
     this.term.write(shown(seq, bytes, this.liveSeq));
+  }
+
+  /**
+   * Send a named key as the program's modes want it (the key bar's keys):
+   * escape, tab, enter, ctrl-c, ctrl-d, up, down, left, right.
+   * @param {string} name
+   */
+  sendKey(name) {
+    const term = this.term;
+    if (term === null) return;
+    const arrow = ARROWS[name];
+    let text = KEYS[name];
+    if (arrow !== undefined) {
+      // Application cursor keys (DECCKM), as full-screen programs ask for.
+      text = (term.modes.applicationCursorKeysMode ? "\x1bO" : "\x1b[") + arrow;
+    }
+    if (text === undefined) return;
+    this._input(this._encoder.encode(text));
   }
 
   /** @param {Uint8Array} bytes */

@@ -1,0 +1,139 @@
+"""The page on a phone: it fits from 360 px wide with no sideways scrolling, the
+whole list shows, targets are touch-sized, desktop shortcut hints are hidden, and a
+key bar gives what a phone keyboard lacks (Esc, Tab, Ctrl-C, Ctrl-D, arrows, Enter)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, expect
+
+from .conftest import (
+    CHROMIUM_ARGS,
+    PYTHON,
+    SCREENSHOTS,
+    Server,
+    login,
+    open_tab,
+    session_entry,
+    wait_for_terminal,
+)
+
+# Raw mode; application cursor keys from the first "a" on; every read printed.
+ECHO_KEYS = r"""
+import os, sys, tty
+tty.setraw(0)
+sys.stdout.write("READY\r\n")
+sys.stdout.flush()
+while True:
+    data = os.read(0, 64)
+    if data == b"a":
+        sys.stdout.write("\x1b[?1happ-cursor\r\n")
+    else:
+        sys.stdout.write("got " + repr(data) + "\r\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.fixture
+def chromium(playwright: Playwright, chromium_path: str) -> Iterator[Browser]:
+    browser = playwright.chromium.launch(
+        executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
+    )
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+def phone(chromium: Browser, width: int, scale: float = 3) -> Page:
+    context = chromium.new_context(
+        viewport={"width": width, "height": 844},
+        device_scale_factor=scale,
+        is_mobile=True,
+        has_touch=True,
+    )
+    return open_tab(context)
+
+
+def spawn(server: Server, name: str, argv: list[str] | None = None) -> None:
+    argv = argv or ["sh", "-c", f"echo {name}; exec cat"]
+    assert server.request({"type": "spawn", "argv": argv, "name": name})["type"] == "spawned"
+
+
+def fits(tab: Page, width: int) -> None:
+    """No sideways scrolling, and every visible button in the window and touch-sized."""
+    assert tab.evaluate("document.documentElement.scrollWidth") <= width
+    small = tab.evaluate(
+        """() => [...document.querySelectorAll("button")].filter((b) => {
+            const r = b.getBoundingClientRect();
+            if (r.width === 0 || r.height === 0) return false;  // not shown
+            return r.height < 36 || r.width < 36 || r.left < 0 || r.right > innerWidth;
+        }).map((b) => b.id || b.textContent.trim())"""
+    )
+    assert not small, f"buttons too small or cut off: {small}"
+
+
+@pytest.mark.parametrize("width", [360, 390])
+def test_phone_list_and_terminal_fit(server: Server, chromium: Browser, width: int) -> None:
+    for i in range(8):
+        spawn(server, f"session-{i}")
+    tab = phone(chromium, width)
+    login(tab, server)
+    toggle = tab.locator("#sidebar-toggle")
+    expect(toggle).to_be_in_viewport(ratio=1)
+    for i in range(8):  # the whole list, not five of eight
+        expect(session_entry(tab, f"session-{i}")).to_be_in_viewport(ratio=1)
+    expect(tab.locator(".shortcuts")).to_be_hidden()
+    fits(tab, width)
+    tab.screenshot(path=str(SCREENSHOTS / f"phone-{width}-list.png"))
+
+    session_entry(tab, "session-3").click()
+    wait_for_terminal(tab, "^session-3$")
+    expect(tab.locator("#key-bar")).to_be_visible()
+    expect(tab.locator(".terminal-hint")).to_be_hidden()
+    for control in ("#sidebar-toggle", "#kill-button", "#close-button", "#key-bar"):
+        expect(tab.locator(control)).to_be_in_viewport(ratio=1)
+    fits(tab, width)
+    # The program got the pane's size (the list folded away before the attach).
+    size = tab.evaluate("window.ptyvisorDebug.terminalSize()")
+    session = next(s for s in server.sessions() if s["name"] == "session-3")
+    assert (session["size"]["cols"], session["size"]["rows"]) == (size["cols"], size["rows"])
+    assert size["rows"] > 15
+    tab.screenshot(path=str(SCREENSHOTS / f"phone-{width}-terminal.png"))
+
+
+@pytest.mark.parametrize("scale", [1, 2])
+def test_key_bar_sends_what_a_phone_keyboard_lacks(
+    server: Server, chromium: Browser, tmp_path: Path, scale: float
+) -> None:
+    script = tmp_path / "echo_keys.py"
+    script.write_text(ECHO_KEYS)
+    spawn(server, "keys", [PYTHON, str(script)])
+    tab = phone(chromium, 390, scale)
+    login(tab, server)
+    session_entry(tab, "keys").click()
+    wait_for_terminal(tab, "^READY$")
+    keys = {
+        "Esc": r"got b'\x1b'",
+        "Tab": r"got b'\t'",
+        "Control C": r"got b'\x03'",
+        "Control D": r"got b'\x04'",
+        "Left arrow": r"got b'\x1b[D'",
+        "Up arrow": r"got b'\x1b[A'",
+        "Enter": r"got b'\r'",
+    }
+    bar = tab.locator("#key-bar")
+    for label, expected in keys.items():
+        bar.get_by_role("button", name=label, exact=True).tap()
+        wait_for_terminal(tab, "^" + re.escape(expected) + "$")
+    # Once the program asks for application cursor keys, the arrows follow.
+    tab.locator(".xterm-helper-textarea").focus()
+    tab.keyboard.type("a")
+    wait_for_terminal(tab, "^app-cursor$")
+    bar.get_by_role("button", name="Down arrow").tap()
+    wait_for_terminal(tab, "^" + re.escape(r"got b'\x1bOB'") + "$")
+    tab.screenshot(path=str(SCREENSHOTS / f"phone-keys-{scale}x.png"))
