@@ -128,3 +128,8 @@ def test_policy_bookkeeping() -> None:
     policy.resized_from_outside()
     assert policy.latest is None
     assert policy.typed("e") == small
+    # A layout change is no claim: it applies only to the one holding the size.
+    assert policy.wants("e", big) == big
+    assert policy.attached("f", small) is None
+    assert policy.wants("f", big) is None and policy.latest == "e"
+    assert policy.typed("f") == big

@@ -292,12 +292,15 @@ class Input(_Request):
 
 class Resize(_Request):
     """This client's window is now ``cols`` x ``rows``: the program takes that size
-    (the size follows the client that last typed or resized, as tmux's ``latest``)."""
+    (the size follows the client that last typed or resized, as tmux's ``latest``).
+    With ``claim: false`` (a pane whose layout moved, not a window the user resized)
+    it is only the size this client would like: taken only if it holds the size."""
 
     type: Literal["resize"]
     session: SessionId
     cols: Cols
     rows: Rows
+    claim: bool = True
 
 
 class SendSignal(_Request):

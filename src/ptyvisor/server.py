@@ -311,7 +311,7 @@ class Connection:
                 self._ok_if_asked(request.req_id)
             case Resize():
                 session = self._unless_viewer(supervisor.get(request.session), "resize")
-                await session.resized_by(self, request.cols, request.rows)
+                await session.resized_by(self, request.cols, request.rows, claim=request.claim)
                 self._ok_if_asked(request.req_id)
             case SendSignal():
                 session = supervisor.get(request.session)

@@ -652,13 +652,18 @@ class Session:
         """Input from ``client`` is next: it takes its size back first (tmux's latest)."""
         self._resize_soon(self.sizing.typed(client))
 
-    async def resized_by(self, client: Subscriber, cols: int, rows: int) -> None:
-        """``client``'s window is now ``cols`` x ``rows``: the program follows it."""
+    async def resized_by(
+        self, client: Subscriber, cols: int, rows: int, *, claim: bool = True
+    ) -> None:
+        """``client``'s window is now ``cols`` x ``rows``: the program follows it, or
+        (``claim`` false: only its layout moved) only if the client holds the size."""
         size = TermSize(cols=cols, rows=rows)
-        if client in self._subscribers:
-            self.sizing.resized(client, size)
-        else:
+        if client not in self._subscribers:
             self.sizing.resized_from_outside()
+        elif claim:
+            self.sizing.resized(client, size)
+        elif self.sizing.wants(client, size) is None:
+            return
         await self.resize(cols, rows)
 
     # ------------------------------------------------------------------ attach

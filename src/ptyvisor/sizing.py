@@ -58,6 +58,17 @@ class SizePolicy(Generic[Client]):
         self._latest = client
         return size
 
+    def wants(self, client: Client, size: TermSize) -> TermSize | None:
+        """The client would now like ``size`` without claiming it (its pane changed
+        by itself): applied only if it holds the size, or nobody does."""
+        if client not in self._wanted:
+            return self.attached(client, size)
+        self._wanted[client] = size  # keeps its place in the activity order
+        if self._latest is None or self._latest == client:
+            self._latest = client
+            return size
+        return None
+
     def resized_from_outside(self) -> None:
         """A client that is not attached set the size: nobody holds it now."""
         self._latest = None

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 from playwright.sync_api import (
+    Browser,
     BrowserContext,
     Page,
     Playwright,
@@ -174,6 +175,37 @@ def chromium_path() -> str:
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as driver:
         yield driver
+
+
+@pytest.fixture
+def chromium(playwright: Playwright, chromium_path: str) -> Iterator[Browser]:
+    """A Chromium for tests that need their own contexts (screen density, a phone)."""
+    launched = playwright.chromium.launch(
+        executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
+    )
+    try:
+        yield launched
+    finally:
+        launched.close()
+
+
+def tab_in_context(
+    chromium: Browser,
+    *,
+    width: int = WIDE["width"],
+    height: int = WIDE["height"],
+    scale: float = 1,
+    mobile: bool = False,
+) -> Page:
+    """A tab of its own context: ``scale`` is the device scale factor; ``mobile`` a
+    phone (touch, mobile viewport)."""
+    context = chromium.new_context(
+        viewport={"width": width, "height": height},
+        device_scale_factor=scale,
+        is_mobile=mobile,
+        has_touch=mobile,
+    )
+    return open_tab(context)
 
 
 @pytest.fixture

@@ -5,20 +5,18 @@ key bar gives what a phone keyboard lacks (Esc, Tab, Ctrl-C, Ctrl-D, arrows, Ent
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, expect
+from playwright.sync_api import Browser, Page, expect
 
 from .conftest import (
-    CHROMIUM_ARGS,
     PYTHON,
     SCREENSHOTS,
     Server,
     login,
-    open_tab,
     session_entry,
+    tab_in_context,
     wait_for_terminal,
 )
 
@@ -38,25 +36,8 @@ while True:
 """
 
 
-@pytest.fixture
-def chromium(playwright: Playwright, chromium_path: str) -> Iterator[Browser]:
-    browser = playwright.chromium.launch(
-        executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
-    )
-    try:
-        yield browser
-    finally:
-        browser.close()
-
-
 def phone(chromium: Browser, width: int, scale: float = 3) -> Page:
-    context = chromium.new_context(
-        viewport={"width": width, "height": 844},
-        device_scale_factor=scale,
-        is_mobile=True,
-        has_touch=True,
-    )
-    return open_tab(context)
+    return tab_in_context(chromium, width=width, height=844, scale=scale, mobile=True)
 
 
 def spawn(server: Server, name: str, argv: list[str] | None = None) -> None:

@@ -4,41 +4,19 @@ screen density, and the glyphs agents use that ordinary monospace fonts lack."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, FloatRect, Page, Playwright
+from playwright.sync_api import Browser, FloatRect, Page
 
-from .conftest import (
-    CHROMIUM_ARGS,
-    SCREENSHOTS,
-    WIDE,
-    Server,
-    login,
-    open_tab,
-    spawn_from_form,
-    wait_for_terminal,
-)
+from .conftest import SCREENSHOTS, Server, login, spawn_from_form, tab_in_context, wait_for_terminal
 
 BACKGROUND = (0x0B, 0x0F, 0x14)
 
 
-@pytest.fixture
-def chromium(playwright: Playwright, chromium_path: str) -> Iterator[Browser]:
-    browser = playwright.chromium.launch(
-        executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
-    )
-    try:
-        yield browser
-    finally:
-        browser.close()
-
-
 def _tab(chromium: Browser, scale: float) -> Page:
-    context = chromium.new_context(viewport=WIDE, device_scale_factor=scale)
-    return open_tab(context)
+    return tab_in_context(chromium, scale=scale)
 
 
 def _cells_image(tab: Page, needle: str, start: int, count: int) -> Image.Image:

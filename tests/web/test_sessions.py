@@ -204,6 +204,13 @@ def test_queued_message_for_a_working_agent(server: Server, page: Page, tmp_path
     expect(box).to_be_hidden()
 
 
+def type_line(tab: Page, text: str) -> None:
+    """Click into the tab's terminal and type ``text`` and Enter."""
+    tab.locator("#terminal-host").click()
+    tab.keyboard.type(text)
+    tab.keyboard.press("Enter")
+
+
 def test_tabs_of_different_sizes_share_a_session(server: Server, browser: BrowserContext) -> None:
     """The program's size follows the tab that last typed (tmux's latest): opening
     a session in a small tab takes nothing, typing there does, typing in the wide
@@ -213,9 +220,7 @@ def test_tabs_of_different_sizes_share_a_session(server: Server, browser: Browse
     login(wide, server)
     login(narrow, server)
     spawn_from_form(wide, "bash --norc --noprofile", name="sized")
-    wide.locator("#terminal-host").click()
-    wide.keyboard.type("echo first $(stty size)")
-    wide.keyboard.press("Enter")
+    type_line(wide, "echo first $(stty size)")
     wait_for_terminal(wide, r"^first \d+ \d+$")
     wide_size = server.sessions()[0]["size"]
     wide_text = f"{wide_size['cols']}\N{MULTIPLICATION SIGN}{wide_size['rows']}"
@@ -228,9 +233,7 @@ def test_tabs_of_different_sizes_share_a_session(server: Server, browser: Browse
     host = narrow.locator("#terminal-host")
     assert host.evaluate("el => el.scrollWidth > el.clientWidth")
     # Typing in the small tab gives the program its size, for everyone …
-    narrow.locator("#terminal-host").click()
-    narrow.keyboard.type("echo small $(stty size)")
-    narrow.keyboard.press("Enter")
+    type_line(narrow, "echo small $(stty size)")
     wait_for_terminal(narrow, r"^small \d+ \d+$")
     narrow_size = server.sessions()[0]["size"]
     assert narrow_size["cols"] < wide_size["cols"]
@@ -238,9 +241,7 @@ def test_tabs_of_different_sizes_share_a_session(server: Server, browser: Browse
         f"{narrow_size['cols']}\N{MULTIPLICATION SIGN}{narrow_size['rows']}"
     )
     # … and typing in the wide tab takes its own back.
-    wide.locator("#terminal-host").click()
-    wide.keyboard.type("echo again $(stty size)")
-    wide.keyboard.press("Enter")
+    type_line(wide, "echo again $(stty size)")
     wait_for_terminal(wide, f"^again {wide_size['rows']} {wide_size['cols']}$")
     expect(narrow.locator("#session-extra")).to_contain_text(wide_text)
     # The small tab takes it once more, then closes: the size goes back to the wide tab.
@@ -257,9 +258,7 @@ def test_watch_only_never_types_or_resizes(server: Server, browser: BrowserConte
     login(owner, server)
     login(watcher, server)
     spawn_from_form(owner, "bash --norc --noprofile", name="watched")
-    owner.locator("#terminal-host").click()
-    owner.keyboard.type("echo hello")
-    owner.keyboard.press("Enter")
+    type_line(owner, "echo hello")
     wait_for_terminal(owner, "^hello$")
     size = server.sessions()[0]["size"]
     session_entry(watcher, "watched").click()
@@ -268,9 +267,7 @@ def test_watch_only_never_types_or_resizes(server: Server, browser: BrowserConte
     toggle.click()
     expect(toggle).to_have_attribute("aria-pressed", "true")
     expect(toggle).to_have_text("Watching only")
-    watcher.locator("#terminal-host").click()
-    watcher.keyboard.type("echo from-watcher")
-    watcher.keyboard.press("Enter")
+    type_line(watcher, "echo from-watcher")
     # Resizing a watching tab's window does not resize the program either.
     watcher.set_viewport_size({"width": 600, "height": 500})
     owner.keyboard.type("echo from-owner")

@@ -174,14 +174,15 @@ class App {
     byId("empty-view").hidden = id !== null;
     byId("session-view").hidden = id === null;
     if (id !== this.pane.sessionId) this.search.reset();
-    // On a phone the list folds away first: the pane measures its real size.
+    // The layout first (on a phone the list folds away; the header fills in), so
+    // the pane measures the size it will keep before the terminal attaches.
     if (NARROW.matches) this._setSidebarOpen(id === null);
-    if (id === null) this.pane.close();
-    else this.pane.open(id);
     this.cards.show(id);
     this.queue.show(id);
     this.timeline.show(id);
     this._renderHeader();
+    if (id === null) this.pane.close();
+    else this.pane.open(id);
     if (id !== null && options.focusTerminal) this.pane.focus();
   }
 

@@ -50,6 +50,9 @@ export const FONT_FAMILY =
  */
 const LINE_HEIGHT = 1.2;
 
+/** A pane change this soon after a window resize counts as the user's resize. */
+const WINDOW_RESIZE_MS = 1000;
+
 /** What the key bar's keys send. */
 const KEYS = /** @type {Record<string, string>} */ ({
   escape: "\x1b",
@@ -120,6 +123,11 @@ export class TerminalPane extends EventTarget {
     this._wanted = /** @type {TermSize | null} */ (null);
     /** Watch only: never types, never resizes the program. */
     this.viewOnly = false;
+    /** When the window was last resized: a pane change soon after is the user's doing. */
+    this._windowResizedAt = 0;
+    window.addEventListener("resize", () => {
+      this._windowResizedAt = performance.now();
+    });
     connection.addEventListener("message", (event) =>
       this._message(/** @type {CustomEvent<ServerMessage>} */ (event).detail),
     );
@@ -439,7 +447,11 @@ export class TerminalPane extends EventTarget {
     return { cols: Math.min(dims.cols, 1000), rows: Math.min(dims.rows, 500) };
   }
 
-  /** The pane was resized (the window, the sidebar): that is a resize of ours. */
+  /**
+   * The pane changed size. After the user resized the window that claims the size
+   * (tmux's latest); a layout that merely settled (the header filled in, the list
+   * folded) only updates the size we would like (`claim: false`).
+   */
   _paneChanged() {
     if (this.term === null || this.sessionId === null || !this.attached) return;
     if (this.viewOnly || this._exited()) return;
@@ -448,7 +460,8 @@ export class TerminalPane extends EventTarget {
     const wanted = this._wanted;
     if (wanted && wanted.cols === size.cols && wanted.rows === size.rows) return;
     this._wanted = size;
-    this.connection.send({ type: "resize", session: this.sessionId, ...size });
+    const claim = performance.now() - this._windowResizedAt < WINDOW_RESIZE_MS;
+    this.connection.send({ type: "resize", session: this.sessionId, ...size, claim });
   }
 
   /** @param {string} text */
