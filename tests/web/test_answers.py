@@ -72,6 +72,11 @@ def test_approval_answered_in_the_page_reaches_the_hook(
         expect(card.locator(".card-readonly")).to_be_hidden()
         expect(session_entry(first, "deploy").locator(".badge")).to_have_text("Needs input")
         expect(first).to_have_title(re.compile(r"^\(1\) ptyvisor"))
+        # The card floats over the terminal: it takes no room from it.
+        wrap, shown = first.locator(".terminal-wrap").bounding_box(), card.bounding_box()
+        assert wrap is not None and shown is not None
+        assert wrap["y"] <= shown["y"] < wrap["y"] + wrap["height"]
+        size_with_card = first.evaluate("window.ptyvisorDebug.terminalSize()")
         # The other tab shows the same card for the same session.
         session_entry(second, "deploy").click()
         stale = second.locator(".card")
@@ -94,6 +99,10 @@ def test_approval_answered_in_the_page_reaches_the_hook(
         first.keyboard.press("Enter")
         expect(card).to_have_count(0)
         expect(stale).to_have_count(0)
+        # Showing and clearing the card never resized the program.
+        assert first.evaluate("window.ptyvisorDebug.terminalSize()") == size_with_card
+        size = server.sessions()[0]["size"]
+        assert (size["cols"], size["rows"]) == (size_with_card["cols"], size_with_card["rows"])
         expect(session_entry(second, "deploy").locator(".badge")).to_have_text("Ready")
         expect(first).to_have_title("ptyvisor")
     finally:
