@@ -666,7 +666,7 @@ def test_attach_forwards_terminal_size(setup: Setup) -> None:
     )
     term = setup.term("attach", session, rows=33, cols=101)
     term.attached()
-    # The size at start is sent before attaching: the first query already sees it.
+    # The size at start goes with the attach (nobody else holds one): the first query sees it.
     term.write(b"\r")
     term.expect(b"size:33 101:end")
 
@@ -685,6 +685,36 @@ def test_attach_forwards_terminal_size(setup: Setup) -> None:
     assert (summary.size.cols, summary.size.rows) == (120, 40)
     term.write(DETACH)
     assert term.wait() == 0
+
+
+def test_attach_takes_the_size_back_with_its_first_key(setup: Setup) -> None:
+    """Two terminals attached to one session: the program has the size of the one
+    that typed last (attaching alone takes nothing); a --view-only one never types."""
+    session = setup.spawn(
+        ["sh", "-c", "while read line; do echo size:$(stty size):$line; done"], cols=80, rows=24
+    )
+    big = setup.term("attach", session, rows=33, cols=101)
+    big.attached()
+    big.write(b"big1\r")
+    big.expect(b"size:33 101:big1")
+    small = setup.term("attach", session, rows=20, cols=60)
+    small.attached()
+    summary = setup.summary(session)
+    assert summary is not None and (summary.size.cols, summary.size.rows) == (101, 33)
+    small.write(b"small1\r")
+    small.expect(b"size:20 60:small1")
+    big.write(b"big2\r")
+    big.expect(b"size:33 101:big2")
+    watcher = setup.term("attach", session, "--view-only", rows=10, cols=40)
+    watcher.attached()
+    watcher.write(b"watcher\r")
+    watcher.expect(b"watching only")
+    big.write(b"big3\r")
+    watcher.expect(b"size:33 101:big3")
+    assert b":watcher" not in big.output
+    for term in (big, small, watcher):
+        term.write(DETACH)
+        assert term.wait() == 0
 
 
 # ---------------------------------------------------------------------- schema, emit
