@@ -559,7 +559,7 @@ def test_unknown_session_is_an_error(setup: Setup, command: str) -> None:
     result = setup.cli(command, "snosuchid")
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.strip() == "ptyvisor: no session 'snosuchid'"
+    assert result.stderr.strip() == "ptyvisor: no session 'snosuchid' (there are none)"
 
 
 def test_attach_unknown_session_is_an_error(setup: Setup) -> None:
@@ -743,3 +743,55 @@ def test_emit_outside_a_session_is_silent(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert result.stdout == b""
     assert result.stderr == b""
+
+
+# ---------------------------------------------------------------------- scripting
+
+
+def test_run_detached_prints_only_the_id_and_needs_no_terminal(setup: Setup) -> None:
+    started = setup.cli("run", "-d", "--name", "background", "--", "sh", "-c", "exec sleep 600")
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    assert re.fullmatch(r"s[0-9a-f]{8}", session), started.stdout
+    setup.cleanups.append(lambda: setup.close_quietly(session))
+    summary = setup.summary(session)
+    assert summary is not None
+    assert (summary.name, summary.process.state) == ("background", "running")
+    # Its name is a reference too.
+    assert setup.cli("kill", "background").returncode == 0
+    setup.wait_summary(session, lambda s: s.process.state == "exited", "the kill")
+
+
+def test_session_references_are_ids_names_or_prefixes(setup: Setup) -> None:
+    first = setup.spawn(["sleep", "600"])
+    second = setup.spawn(["sleep", "600"])
+    # A unique prefix works.
+    assert setup.cli("send", first[:-1], "hello").returncode == 1  # not an agent: not_running
+    unsent = setup.cli("unsend", first[:-1])
+    assert unsent.returncode == 0, unsent.stderr
+    # Unknown: one line, with the candidates.
+    unknown = setup.cli("kill", "no-such-session")
+    assert unknown.returncode == 1
+    assert unknown.stderr.count("\n") == 1, unknown.stderr
+    assert "no session 'no-such-session'" in unknown.stderr
+    assert first in unknown.stderr and second in unknown.stderr
+    # Ambiguous: an empty-ish prefix both ids share names both.
+    ambiguous = setup.cli("kill", "s")
+    assert ambiguous.returncode == 1
+    assert "could be any of" in ambiguous.stderr
+    assert first in ambiguous.stderr and second in ambiguous.stderr
+    still = setup.summary(first)
+    assert still is not None and still.process.state == "running"
+
+
+def test_run_says_how_the_program_ended(setup: Setup) -> None:
+    exited = setup.term("run", "--name", "three", "--", "sh", "-c", "exit 3")
+    assert exited.wait() == 3
+    assert b"[exited 3]" in exited.output
+    killed = setup.term("run", "--", "sh", "-c", "kill -TERM $$")
+    assert killed.wait() == 128 + signal.SIGTERM
+    assert b"[killed by SIGTERM]" in killed.output
+    # Attaching to one that has already exited says so.
+    again = setup.term("attach", "three")
+    assert again.wait() == 3
+    assert re.search(rb"\[s[0-9a-f]{8} had already ended: exited 3\]", again.output)

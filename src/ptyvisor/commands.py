@@ -17,7 +17,8 @@ from ptyvisor import __version__, serve_options
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, Disconnected, ServerError
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, default_state_dir, read_token
-from ptyvisor.protocol import Error, SessionSummary, wire_schema
+from ptyvisor.protocol import ProcessState, SessionSummary, wire_schema
+from ptyvisor.refs import BadReference, resolve
 from ptyvisor.tty_attach import SessionGone, TerminalAttachment, parse_key
 
 PHASE_LABELS = {
@@ -56,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="start this agent with ptyvisor's extension; arguments after -- go to the agent",
     )
     run.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+    run.add_argument(
+        "-d",
+        "--detach",
+        action="store_true",
+        help="start it and print only its id; no terminal needed (size: this terminal's, "
+        "else 80x24)",
+    )
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
     attach = sub.add_parser("attach", help="attach this terminal to a session")
@@ -164,7 +172,8 @@ def run_command(args: list[str]) -> int:
         return 0
     if command == "restart":
         return restart(options)
-    if command in ("run", "attach") and not sys.stdin.isatty():
+    detached = command == "run" and options.detach
+    if command in ("run", "attach") and not detached and not sys.stdin.isatty():
         # Checked first: `run` would otherwise start a session it cannot attach to.
         print(f"ptyvisor {command}: standard input is not a terminal", file=sys.stderr)
         return 2
@@ -239,9 +248,19 @@ def server_url(options: argparse.Namespace) -> str:
     return options.url or os.environ.get("PTYVISOR_URL") or f"ws://{DEFAULT_HOST}:{DEFAULT_PORT}/"
 
 
+SESSION_ARGUMENT = frozenset({"attach", "kill", "close", "send", "unsend", "resume"})
+"""Commands whose ``session`` argument is a reference (see `refs`)."""
+
+
 async def _client_command(options: argparse.Namespace) -> int:
     token = options.token or read_token()
     async with Client.connect(server_url(options), token) as client:
+        if options.command in SESSION_ARGUMENT or getattr(options, "session", None):
+            listed = await client.list(all=options.command == "resume")
+            try:
+                options.session = resolve(listed, options.session)
+            except BadReference as bad:
+                raise ServerError(bad.error) from None
         match options.command:
             case "ls":
                 sessions = await client.list(all=options.all)
@@ -251,14 +270,13 @@ async def _client_command(options: argparse.Namespace) -> int:
                     print(format_table(sessions))
                 return 0
             case "resume":
-                found = _unique(await client.list(all=True), options.session)
-                session = await client.resume(found, rerun=options.rerun)
+                session = await client.resume(options.session, rerun=options.rerun)
                 if not sys.stdin.isatty():
                     print(session.id)
                     return 0
                 attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
                 code = await attachment.run()
-                return _finish(code, session.id, reachable=attachment.connected)
+                return _finish(code, session.id, attachment, ran=True)
             case "kill":
                 await client.kill(options.session)
                 return 0
@@ -280,7 +298,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                     client, options.session, key, view_only=options.view_only
                 )
                 code = await attachment.run()
-                return _finish(code, options.session, reachable=attachment.connected)
+                return _finish(code, options.session, attachment)
             case "run":
                 argv = options.argv[1:] if options.argv[:1] == ["--"] else options.argv
                 if not argv and options.agent is None:
@@ -291,9 +309,12 @@ async def _client_command(options: argparse.Namespace) -> int:
                 session = await client.spawn(
                     argv, cwd=cwd, name=options.name, cols=cols, rows=rows, agent=options.agent
                 )
+                if options.detach:
+                    print(session.id)
+                    return 0
                 attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
                 code = await attachment.run()
-                return _finish(code, session.id, reachable=attachment.connected)
+                return _finish(code, session.id, attachment, ran=True)
     return 2
 
 
@@ -355,14 +376,34 @@ def find_pending(
     return f"{wanted!r} matches several interactions: give more of the id, or --session"
 
 
-def _finish(exit_code: int | None, session_id: str, *, reachable: bool = True) -> int:
+def _finish(
+    exit_code: int | None, session_id: str, attachment: TerminalAttachment, *, ran: bool = False
+) -> int:
+    """Say how the attachment ended: detached, or the program's end (exit status).
+    ``ran``: we started it (`run`), so an early exit is no news of an old one."""
     if exit_code is None:
-        if reachable:
+        if attachment.connected:
             print(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
         else:
             print(f"[detached from {session_id} while the server was away]")
         return 0
+    ended = attachment.ended
+    if ended is not None:
+        how = ended_text(ended)
+        earlier = attachment.already_exited and not ran
+        print(f"[{session_id} had already ended: {how}]" if earlier else f"[{how}]")
     return exit_code
+
+
+def ended_text(process: ProcessState) -> str:
+    """ "exited 3", "killed by SIGTERM": how a program ended, as the CLI says it."""
+    if process.signal is not None:
+        try:
+            name = signal.Signals(process.signal).name
+        except ValueError:
+            name = f"signal {process.signal}"
+        return f"killed by {name}"
+    return f"exited {process.exit_code if process.exit_code is not None else '?'}"
 
 
 def _terminal_size() -> tuple[int, int]:
@@ -371,20 +412,6 @@ def _terminal_size() -> tuple[int, int]:
     except OSError:
         return 80, 24
     return size.columns, size.lines
-
-
-def _unique(sessions: list[SessionSummary], wanted: str) -> str:
-    """The id of the one session whose id is ``wanted`` or starts with it; raises
-    ServerError (printed as one line) for none or several."""
-    ids = [s.id for s in sessions if s.id.startswith(wanted)]
-    if wanted in ids:
-        return wanted
-    if len(ids) == 1:
-        return ids[0]
-    if not ids:
-        raise ServerError(Error(code="unknown_session", message=f"no session {wanted!r}"))
-    several = f"{wanted!r} matches several sessions: {', '.join(sorted(ids))}"
-    raise ServerError(Error(code="bad_request", message=several))
 
 
 def format_table(sessions: list[SessionSummary]) -> str:

@@ -68,6 +68,10 @@ class TerminalAttachment:
         self._in = sys.stdin.fileno()
         self._out = sys.stdout.fileno()
         self.exit_code: int | None = None
+        self.ended: ProcessState | None = None
+        """How the program ended, once it has."""
+        self.already_exited = False
+        """It had exited before we attached."""
         self.detached = False
         self._end_seq: int | None = None
         """Where the output of a program that had exited before we attached ends."""
@@ -128,6 +132,7 @@ class TerminalAttachment:
         status from the summary and stop once its output is shown up to where it ends."""
         if attached.session.process.state != "exited":
             return
+        self.already_exited = True
         self._note_exit(attached.session.process)
         # Closed meanwhile (session_closed follows) or disconnected (we will reconnect).
         with contextlib.suppress(ServerError, Disconnected):
@@ -137,6 +142,7 @@ class TerminalAttachment:
         return self._end_seq is not None and seq >= self._end_seq
 
     def _note_exit(self, process: ProcessState) -> None:
+        self.ended = process
         code = process.exit_code
         self.exit_code = code if code is not None else 128 + (process.signal or 0)
 
