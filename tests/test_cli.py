@@ -29,7 +29,7 @@ import pyte
 import pytest
 
 from ptyvisor.client import Client
-from ptyvisor.protocol import SessionSummary
+from ptyvisor.protocol import Captured, SessionSummary
 
 from .conftest import start_serve, wait_for
 from .test_control import ASK, BASH, WRAPPER
@@ -795,3 +795,89 @@ def test_run_says_how_the_program_ended(setup: Setup) -> None:
     again = setup.term("attach", "three")
     assert again.wait() == 3
     assert re.search(rb"\[s[0-9a-f]{8} had already ended: exited 3\]", again.output)
+
+
+ECHO_READS = r"""
+import os, sys, tty
+tty.setraw(0)
+sys.stdout.write("READY\r\n")
+sys.stdout.flush()
+while True:
+    data = os.read(0, 256)
+    if data == b"modes":
+        sys.stdout.write("\x1b[?1h\x1b[?2004hmodes-on\r\n")
+    else:
+        sys.stdout.write("got " + repr(data) + "\r\n")
+    sys.stdout.flush()
+"""
+
+
+def captured(setup: Setup, session: str, *args: str) -> str:
+    result = setup.cli("capture", session, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def wait_screen(setup: Setup, session: str, line: str) -> str:
+    """Poll ``capture`` until a line of the screen is exactly ``line``."""
+
+    def shows() -> str | None:
+        # The Python client's capture polls quickly; the tests read the CLI's too.
+        screen: Captured = setup.client_call(lambda client: client.capture(session))
+        return "\n".join(screen.rows) if line in screen.rows else None
+
+    return wait_for(shows, f"{line!r} on the screen")
+
+
+def test_send_keys_follows_the_programs_modes(setup: Setup) -> None:
+    script = setup.workdir / "echo_reads.py"
+    script.write_text(ECHO_READS)
+    session = setup.spawn([sys.executable, str(script)])
+    wait_screen(setup, session, "READY")
+
+    def sends(*args: str) -> None:
+        result = setup.cli("send-keys", session, *args)
+        assert result.returncode == 0, result.stderr
+
+    sends("Up")
+    wait_screen(setup, session, r"got b'\x1b[A'")
+    sends("-l", "modes")
+    wait_screen(setup, session, "modes-on")
+    for args, expected in [
+        (["Up"], r"got b'\x1bOA'"),  # application cursor keys now
+        (["Home"], r"got b'\x1bOH'"),
+        (["C-c"], r"got b'\x03'"),
+        (["M-x"], r"got b'\x1bx'"),
+        (["F5"], r"got b'\x1b[15~'"),
+        (["BSpace"], r"got b'\x7f'"),
+        (["-l", "Enter"], r"got b'Enter'"),
+        (["two\nlines"], r"got b'\x1b[200~two\rlines\x1b[201~'"),  # a bracketed paste
+        (["-p", "pasted"], r"got b'\x1b[200~pasted\x1b[201~'"),
+        (["hi", "Space", "there", "Tab"], r"got b'hi there\t'"),
+    ]:
+        sends(*args)
+        wait_screen(setup, session, expected)
+    state = json.loads(captured(setup, session, "--json"))
+    assert state["modes"]["application_cursor_keys"] is True
+    assert state["modes"]["bracketed_paste"] is True
+    assert state["rows"][state["cursor"]["row"]] == ""
+    assert state["size"] == {"cols": 80, "rows": 24}
+
+
+def test_capture_plain_coloured_and_with_scrollback(setup: Setup) -> None:
+    session = setup.spawn(
+        ["sh", "-c", r"seq 100; printf '\033[31mred\033[0m plain   \n'; exec sleep 600"]
+    )
+    wait_screen(setup, session, "red plain")
+    screen = captured(setup, session)  # colours gone, trailing blanks trimmed
+    assert "100" in screen.splitlines() and "1" not in screen.splitlines()
+    coloured = captured(setup, session, "--ansi")
+    assert "\x1b[0;31mred\x1b[0m plain\n" in coloured
+    lines = captured(setup, session, "--scrollback", "5").splitlines()
+    visible = screen.splitlines()
+    assert lines[5:] == visible
+    assert lines[:5] == [str(n) for n in range(int(visible[0]) - 5, int(visible[0]))]
+    everything = captured(setup, session, "--all").splitlines()
+    assert everything[:3] == ["1", "2", "3"] and everything[-1] == "red plain"
+    bad = setup.cli("capture", session, "--scrollback", "-3")
+    assert bad.returncode == 2 and "N >= 0" in bad.stderr

@@ -34,6 +34,7 @@ from ptyvisor.jsontext import is_text
 from ptyvisor.protocol import (
     SERVER_MESSAGE,
     Attached,
+    Captured,
     Error,
     Hello,
     ServerMessage,
@@ -334,6 +335,30 @@ class Client:
 
     async def signal(self, session_id: str, signal: SignalName) -> None:
         await self.request({"type": "signal", "session": session_id, "signal": signal})
+
+    async def send_keys(
+        self, session_id: str, *keys: str, literal: bool = False, paste: bool = False
+    ) -> None:
+        """Keys by name and text, as tmux's send-keys (see `ptyvisor.keynames`)."""
+        await self.request(
+            {
+                "type": "send_keys",
+                "session": session_id,
+                "keys": list(keys),
+                "literal": literal,
+                "paste": paste,
+            }
+        )
+
+    async def capture(
+        self, session_id: str, *, scrollback: int = 0, ansi: bool = False
+    ) -> Captured:
+        """The screen as text rows (see protocol.Capture)."""
+        reply = await self.request(
+            {"type": "capture", "session": session_id, "scrollback": scrollback, "ansi": ansi}
+        )
+        assert isinstance(reply, Captured)
+        return reply
 
     async def timeline(self, session_id: str) -> Timeline:
         """The session's recorded activity transitions (live or past)."""

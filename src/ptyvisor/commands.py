@@ -17,7 +17,7 @@ from ptyvisor import __version__, serve_options
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, Disconnected, ServerError
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, default_state_dir, read_token
-from ptyvisor.protocol import ProcessState, SessionSummary, wire_schema
+from ptyvisor.protocol import Captured, ProcessState, SessionSummary, wire_schema
 from ptyvisor.refs import BadReference, resolve
 from ptyvisor.tty_attach import SessionGone, TerminalAttachment, parse_key
 
@@ -155,6 +155,60 @@ def build_parser() -> argparse.ArgumentParser:
         "--text", action="append", default=[], metavar="Q=TEXT", help="free text for question Q"
     )
 
+    send_keys = sub.add_parser(
+        "send-keys",
+        help="type keys and text into a session, as tmux's send-keys",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Send each KEY to the session's program: a key name (Enter, Esc, Tab, "
+        "BTab, BSpace, Space, Up, Down, Left, Right, Home, End, PgUp, PgDn, DC, IC, "
+        "F1-F12; C-x for Control, M-x for Meta) or text. Keys follow the program's modes "
+        "(application cursor keys); text with a line break goes as a bracketed paste "
+        "when the program asked for that.",
+        epilog="examples:\n"
+        "  ptyvisor send-keys build 'make test' Enter\n"
+        "  ptyvisor send-keys s1a2b C-c\n"
+        "  ptyvisor send-keys -l s1a2b 'Enter is a word here'\n",
+    )
+    client_options(send_keys)
+    send_keys.add_argument("session", metavar="ID", help="session id, name or id prefix")
+    send_keys.add_argument("keys", nargs="+", metavar="KEY", help="key name or text")
+    send_keys.add_argument(
+        "-l", "--literal", action="store_true", help="send every KEY as text (default: off)"
+    )
+    send_keys.add_argument(
+        "-p",
+        "--paste",
+        action="store_true",
+        help="send text as a paste (bracketed when the program asked; default: off)",
+    )
+
+    capture = sub.add_parser(
+        "capture",
+        help="print a session's screen",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the session's screen as plain text (trailing blanks trimmed), "
+        "as the server's terminal shows it now.",
+        epilog="examples:\n"
+        "  ptyvisor capture build\n"
+        "  ptyvisor capture build --scrollback 100 --ansi | less -R\n"
+        "  ptyvisor capture build --json | jq .cursor\n",
+    )
+    client_options(capture)
+    capture.add_argument("session", metavar="ID", help="session id, name or id prefix")
+    capture.add_argument("--ansi", action="store_true", help="with colours (default: plain)")
+    lines = capture.add_mutually_exclusive_group()
+    lines.add_argument(
+        "--scrollback", type=int, default=0, metavar="N", help="also the last N lines above (0)"
+    )
+    lines.add_argument(
+        "--all", action="store_true", help="also all of the scrollback (default: off)"
+    )
+    capture.add_argument(
+        "--json",
+        action="store_true",
+        help="rows, scrollback, cursor, title, modes and size as JSON (default: off)",
+    )
+
     sub.add_parser("emit", help="write an activity frame (used by agent extensions)")
     sub.add_parser("schema", help="print the JSON Schema of every wire message")
     return parser
@@ -248,7 +302,9 @@ def server_url(options: argparse.Namespace) -> str:
     return options.url or os.environ.get("PTYVISOR_URL") or f"ws://{DEFAULT_HOST}:{DEFAULT_PORT}/"
 
 
-SESSION_ARGUMENT = frozenset({"attach", "kill", "close", "send", "unsend", "resume"})
+SESSION_ARGUMENT = frozenset(
+    {"attach", "kill", "close", "send", "unsend", "resume", "send-keys", "capture"}
+)
 """Commands whose ``session`` argument is a reference (see `refs`)."""
 
 
@@ -291,6 +347,22 @@ async def _client_command(options: argparse.Namespace) -> int:
                 return 0
             case "unsend":
                 await client.unsend(options.session)
+                return 0
+            case "send-keys":
+                await client.send_keys(
+                    options.session, *options.keys, literal=options.literal, paste=options.paste
+                )
+                return 0
+            case "capture":
+                if options.scrollback < 0:
+                    print("ptyvisor capture: --scrollback takes N >= 0", file=sys.stderr)
+                    return 2
+                captured = await client.capture(
+                    options.session,
+                    scrollback=-1 if options.all else options.scrollback,
+                    ansi=options.ansi,
+                )
+                print(format_capture(captured, json_output=options.json), end="")
                 return 0
             case "attach":
                 key = parse_key(options.detach_key)
@@ -393,6 +465,25 @@ def _finish(
         earlier = attachment.already_exited and not ran
         print(f"[{session_id} had already ended: {how}]" if earlier else f"[{how}]")
     return exit_code
+
+
+def format_capture(captured: Captured, *, json_output: bool) -> str:
+    """``capture``'s output: the lines (blank lines at the end dropped), or JSON."""
+    if json_output:
+        document = {
+            "session": captured.session,
+            "size": captured.size.model_dump(),
+            "rows": captured.rows,
+            "scrollback": captured.scrollback,
+            "cursor": {"row": captured.cursor_row, "col": captured.cursor_col},
+            "title": captured.title,
+            "modes": captured.modes.model_dump(),
+        }
+        return json.dumps(document, indent=2) + "\n"
+    lines = [*captured.scrollback, *captured.rows]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "".join(line + "\n" for line in lines)
 
 
 def ended_text(process: ProcessState) -> str:

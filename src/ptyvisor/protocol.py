@@ -386,6 +386,30 @@ class Unsend(_Request):
     session: SessionId
 
 
+class SendKeys(_Request):
+    """Keys by name and text, as tmux's ``send-keys`` takes them (``keynames``):
+    ``["ls", "Enter"]``, ``["C-c"]``, ``["Up"]``. Keys are encoded for the program's
+    current modes (application cursor keys); text with a line break, or all text with
+    ``paste``, goes as a bracketed paste when the program enabled it; ``literal``
+    sends every argument as text. Errors: ``view_only``, ``session_exited``."""
+
+    type: Literal["send_keys"]
+    session: SessionId
+    keys: Annotated[list[str], Field(min_length=1, max_length=1000)]
+    literal: bool = False
+    paste: bool = False
+
+
+class Capture(_Request):
+    """The screen as text rows (trailing blanks trimmed), or with SGR colours
+    (``ansi``); with the last ``scrollback`` lines above it (-1: all of them)."""
+
+    type: Literal["capture"]
+    session: SessionId
+    scrollback: Annotated[int, Field(ge=-1)] = 0
+    ansi: bool = False
+
+
 class GetTimeline(_Request):
     """The session's activity transitions, live or past, from the server's records
     (the last ``TIMELINE_LIMIT`` of them). Errors: ``unknown_session``, ``no_records``
@@ -413,7 +437,9 @@ ClientMessage = Annotated[
     | SendMessage
     | Unsend
     | Resume
-    | GetTimeline,
+    | GetTimeline
+    | SendKeys
+    | Capture,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
@@ -542,6 +568,21 @@ class Timeline(_Model):
     )
 
 
+class Captured(_Model):
+    """A session's screen as text, as of ``seq`` (the output it has shown)."""
+
+    type: Literal["captured"] = "captured"
+    req_id: RequestId = None
+    session: SessionId
+    size: TermSize
+    rows: list[str]
+    scrollback: list[str]
+    cursor_row: int
+    cursor_col: int
+    title: str
+    modes: TerminalModesModel
+
+
 class Ok(_Model):
     type: Literal["ok"] = "ok"
     req_id: RequestId = None
@@ -586,6 +627,7 @@ ServerMessage = Annotated[
     | SessionClosed
     | Stats
     | Timeline
+    | Captured
     | Ok
     | Error,
     Field(discriminator="type"),

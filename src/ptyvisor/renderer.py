@@ -23,6 +23,7 @@ import functools
 import logging
 from collections import deque
 from collections.abc import Callable
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -32,6 +33,8 @@ from ptyvisor.outputlog import OutputLog
 from ptyvisor.terminal import HeadlessTerminal, TerminalSnapshot
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 BATCH_BYTES = 8 * 1024
 SKIP_STEP = 256 * 1024
@@ -148,14 +151,24 @@ class Renderer:
         first), less the bytes of a UTF-8 character it has only the start of.
         """
         async with self._lock:
-            target = max(at_least, self.rendered_seq)
-            if target - self.rendered_seq > self._lag_limit:
-                self._skip_to(target - self._lag_limit)
-            await self._feed_until(target)
+            await self._catch_up(max(at_least, self.rendered_seq))
             snap = await anyio.to_thread.run_sync(
                 functools.partial(self._terminal.snapshot, include_scrollback=scrollback)
             )
             return snap, max(self.rendered_seq - self._terminal.undecoded, self._log.start_seq)
+
+    async def inspect(self, look: Callable[[HeadlessTerminal], T]) -> T:
+        """Bring the terminal up to the log's end, then ``look`` at it in a worker
+        thread (nothing renders meanwhile): the screen as text, the current modes."""
+        async with self._lock:
+            await self._catch_up(self._log.end_seq)
+            return await anyio.to_thread.run_sync(look, self._terminal)
+
+    async def _catch_up(self, target: int) -> None:
+        """Render up to ``target``, skipping what lies beyond the lag limit; with the lock."""
+        if target - self.rendered_seq > self._lag_limit:
+            self._skip_to(target - self._lag_limit)
+        await self._feed_until(target)
 
     def restore(self, ansi: str, seq: int) -> None:
         """Start from a snapshot of the screen at ``seq`` (handed over by the previous

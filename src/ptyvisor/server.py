@@ -46,6 +46,8 @@ from ptyvisor.protocol import (
     REQUEST_ID,
     Answer,
     Attach,
+    Capture,
+    Captured,
     ClientMessage,
     Close,
     Detach,
@@ -61,6 +63,7 @@ from ptyvisor.protocol import (
     RequestSnapshot,
     Resize,
     Resume,
+    SendKeys,
     SendMessage,
     SendSignal,
     Sessions,
@@ -332,6 +335,19 @@ class Connection:
                 self._reply(
                     SnapshotMessage(req_id=request.req_id, reason="requested", snapshot=snapshot)
                 )
+            case SendKeys():
+                session = self._unless_viewer(supervisor.get(request.session), "input")
+                sent = await session.send_keys(
+                    self, request.keys, literal=request.literal, paste=request.paste
+                )
+                if not sent:
+                    raise RequestError("session_exited", "the program has exited or is busy")
+                self._ok(request.req_id)
+            case Capture():
+                captured = await supervisor.get(request.session).capture(
+                    scrollback=request.scrollback, ansi=request.ansi
+                )
+                self._reply(captured.model_copy(update={"req_id": request.req_id}))
             case GetTimeline():
                 try:
                     transitions, ended_at = supervisor.timeline(request.session)
@@ -414,7 +430,9 @@ class Connection:
             self._session.detach(self)
             self._session = None
 
-    def _reply(self, message: Sessions | Spawned | SnapshotMessage | Stats | Timeline | Ok) -> None:
+    def _reply(
+        self, message: Sessions | Spawned | SnapshotMessage | Stats | Timeline | Captured | Ok
+    ) -> None:
         self.outbox.put_text(message.model_dump_json())
 
     def _ok(self, req_id: str | int | None) -> None:

@@ -42,6 +42,7 @@ from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
 from ptyvisor.frames import Rejected, RejectReason, decode_frame
 from ptyvisor.jsontext import display, is_text, raw_bytes
+from ptyvisor.keynames import encode_keys
 from ptyvisor.outbox import Outbox
 from ptyvisor.outputlog import OutputLog
 from ptyvisor.owner import Owner
@@ -49,6 +50,7 @@ from ptyvisor.proctable import ProcessTable, in_session_tree
 from ptyvisor.protocol import (
     ActivityChanged,
     Attached,
+    Captured,
     Ended,
     ProcessChanged,
     ProcessState,
@@ -67,6 +69,7 @@ from ptyvisor.renderer import QUIET_SECONDS, Renderer
 from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 from ptyvisor.sizing import SizePolicy
+from ptyvisor.terminal import HeadlessTerminal
 
 log = logging.getLogger(__name__)
 
@@ -642,6 +645,40 @@ class Session:
             await self._renderer_resize_due.wait()
             self._renderer_resize_due = anyio.Event()
             await self.renderer.resize(self.size.cols, self.size.rows)
+
+    async def send_keys(
+        self, client: Subscriber, keys: list[str], *, literal: bool, paste: bool
+    ) -> bool:
+        """tmux's send-keys (see `keynames`), encoded for the program's modes now."""
+        modes = await self.renderer.inspect(lambda terminal: terminal.modes)
+        data = encode_keys(
+            keys,
+            literal=literal,
+            paste=paste,
+            application_cursor=modes.application_cursor_keys,
+            bracketed_paste=modes.bracketed_paste,
+        )
+        self.typed_by(client)
+        return self.write_input(data)
+
+    async def capture(self, *, scrollback: int, ansi: bool) -> Captured:
+        """The screen (and some scrollback) as text, up to date with the output."""
+
+        def look(terminal: HeadlessTerminal) -> Captured:
+            history, rows = terminal.text(scrollback=scrollback, ansi=ansi)
+            row, col = terminal.cursor
+            return Captured(
+                session=self.id,
+                size=TermSize(cols=terminal.cols, rows=terminal.rows),
+                rows=rows,
+                scrollback=history,
+                cursor_row=row,
+                cursor_col=col,
+                title=terminal.title,
+                modes=TerminalModesModel.model_validate(asdict(terminal.modes)),
+            )
+
+        return await self.renderer.inspect(look)
 
     # Size policy (see `sizing`): which attached client's size the program gets.
 

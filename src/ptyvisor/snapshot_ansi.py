@@ -131,6 +131,28 @@ def hyperlink(link: str) -> str:
     return f"{ESC}]8;{link or ';'}{ST}"
 
 
+def line_ansi(line: Line, cols: int) -> str:
+    """One line as text with SGR colours and attributes (no cursor movement, no
+    trailing blanks): what ``capture --ansi`` prints, one line at a time."""
+    end = min(cols, max(line, default=-1) + 1)
+    while end > 0 and line.get(end - 1, BLANK) == BLANK:
+        end -= 1
+    out: list[str] = []
+    style = _PLAIN
+    for x in range(end):
+        cell = line.get(x, BLANK)
+        if cell.data == "":
+            continue  # the right half of the wide character just written
+        cell_style = tuple(cell[1:_LINK])
+        if cell_style != style:
+            out.append(sgr(cell_style))
+            style = cell_style
+        out.append(cell.data if x + 1 < cols or not _is_wide(cell.data) else " ")
+    if style != _PLAIN:
+        out.append(CSI + "0m")
+    return "".join(out)
+
+
 @lru_cache(maxsize=4096)
 def _is_wide(data: str) -> bool:
     return bool(data) and char_width(data[0]) == 2

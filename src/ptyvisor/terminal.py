@@ -74,6 +74,7 @@ from ptyvisor.snapshot_ansi import (
     MouseTracking,
     SavedCursor,
     ScreenState,
+    line_ansi,
     render_snapshot,
 )
 from ptyvisor.widths import char_width
@@ -1423,6 +1424,20 @@ class HeadlessTerminal:
         """The main screen's scrollback as text, oldest first."""
         cols = self._screen.columns
         return [_text(line, cols) for line in self._screen.scrollback]
+
+    def text(self, *, scrollback: int = 0, ansi: bool = False) -> tuple[list[str], list[str]]:
+        """(the last ``scrollback`` lines of scrollback (-1: all), the visible rows):
+        plain text with trailing blanks trimmed, or with SGR colours (``ansi``)."""
+        cols = self._screen.columns
+        history = list(self._screen.scrollback)
+        if scrollback >= 0:
+            history = history[len(history) - scrollback :] if scrollback else []
+        rows = [self._screen.buffer.get(y, _EMPTY_LINE) for y in range(self.rows)]
+
+        def show(line: _Line) -> str:
+            return line_ansi(line, cols) if ansi else _text(line, cols).rstrip()
+
+        return [show(line) for line in history], [show(line) for line in rows]
 
     @property
     def undecoded(self) -> int:
