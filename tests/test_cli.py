@@ -881,3 +881,57 @@ def test_capture_plain_coloured_and_with_scrollback(setup: Setup) -> None:
     assert everything[:3] == ["1", "2", "3"] and everything[-1] == "red plain"
     bad = setup.cli("capture", session, "--scrollback", "-3")
     assert bad.returncode == 2 and "N >= 0" in bad.stderr
+
+
+def test_wait_for_phase_text_exit_and_quiet(setup: Setup) -> None:
+    script = (
+        f"{PTYVISOR} emit activity working --agent tester; read x; echo 'hello world'; "
+        f"{PTYVISOR} emit activity waiting --agent tester; read y; exit 3"
+    )
+    session = setup.spawn(["sh", "-c", script])
+    setup.wait_summary(session, lambda s: s.activity.phase.value == "working", "working")
+
+    def waiter(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [PTYVISOR, "wait", "--url", setup.url, session, *args],
+            env=setup.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    ready = waiter("--phase", "waiting", "needs_input", "--timeout", "120")
+    text = waiter("--text", "^hello", "--timeout", "120")
+    both = waiter("--phase", "waiting", "--text", r"wor\w+$", "--timeout", "120")
+    exited = waiter("--exit", "--timeout", "120")
+    assert setup.cli("wait", session, "--phase", "waiting", "--timeout", "0.3").returncode == 124
+    for proc in (ready, text, both, exited):
+        assert proc.poll() is None, proc.communicate()  # the condition does not hold yet
+    assert setup.cli("send-keys", session, "Enter").returncode == 0
+    for proc in (ready, text, both):
+        _, errors = proc.communicate(timeout=60)
+        assert proc.returncode == 0, errors
+    assert exited.poll() is None
+    assert setup.cli("send-keys", session, "Enter").returncode == 0
+    _, errors = exited.communicate(timeout=60)
+    assert exited.returncode == 0, errors
+    # The program has exited: a condition its final state does not meet ends at once.
+    never = setup.cli("wait", session, "--text", "^goodbye", "--timeout", "600", timeout=60)
+    assert never.returncode == 124
+    assert "can no longer hold" in never.stderr
+    working = setup.cli("wait", session, "--phase", "working", "--timeout", "600", timeout=60)
+    assert working.returncode == 124
+    # Quiet: the program printed its last line a while ago (a fresh waiter counts
+    # from its own start).
+    assert setup.cli("wait", session, "--quiet", "0.2", "--timeout", "60").returncode == 0
+
+
+def test_wait_times_out_and_checks_its_arguments(setup: Setup) -> None:
+    session = setup.spawn(["sleep", "600"])
+    slow = setup.cli("wait", session, "--exit", "--timeout", "0.2")
+    assert slow.returncode == 124
+    assert "timed out after 0.2 s" in slow.stderr
+    bad = setup.cli("wait", session, "--text", "(unclosed")
+    assert bad.returncode == 2 and "regular expression" in bad.stderr
+    gone = setup.cli("wait", "no-such", "--exit")
+    assert gone.returncode == 1 and "no session 'no-such'" in gone.stderr

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import signal
 import sys
 import time
@@ -14,12 +16,14 @@ import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ptyvisor import __version__, serve_options
+from ptyvisor.activity import ActivityPhase
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, Disconnected, ServerError
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, default_state_dir, read_token
 from ptyvisor.protocol import Captured, ProcessState, SessionSummary, wire_schema
 from ptyvisor.refs import BadReference, resolve
 from ptyvisor.tty_attach import SessionGone, TerminalAttachment, parse_key
+from ptyvisor.waiting import Condition, SessionVanished, wait
 
 PHASE_LABELS = {
     "unavailable": "Live",
@@ -209,6 +213,51 @@ def build_parser() -> argparse.ArgumentParser:
         help="rows, scrollback, cursor, title, modes and size as JSON (default: off)",
     )
 
+    waiter = sub.add_parser(
+        "wait",
+        help="block until a session reaches a state (exit 0), or time out (exit 124)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Wait until every condition given holds at once: exit 0. Exit 124 "
+        "when --timeout passes, or sooner once the condition can no longer hold (the "
+        "program exited and its final screen or activity does not match), like "
+        "timeout(1). Without a condition: until the program exits.",
+        epilog="examples:\n"
+        "  ptyvisor wait agent --phase waiting --timeout 120\n"
+        "  ptyvisor wait build --text '^(PASS|FAIL)' --timeout 600\n"
+        "  ptyvisor wait build --exit; ptyvisor wait tail --quiet 2\n",
+    )
+    client_options(waiter)
+    waiter.add_argument("session", metavar="ID", help="session id, name or id prefix")
+    waiter.add_argument(
+        "--phase",
+        nargs="+",
+        default=[],
+        choices=[phase.value for phase in ActivityPhase],
+        metavar="P",
+        help="the activity is one of these (waiting is Ready; default: any)",
+    )
+    waiter.add_argument(
+        "--text",
+        default=None,
+        metavar="REGEX",
+        help="a line of the screen matches (Python re, each line on its own; default: any)",
+    )
+    waiter.add_argument("--exit", action="store_true", help="the program has exited (default: off)")
+    waiter.add_argument(
+        "--quiet",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="no output for this long (default: off)",
+    )
+    waiter.add_argument(
+        "--timeout",
+        type=float,
+        default=math.inf,
+        metavar="S",
+        help="give up after S seconds, exit 124 (default: never)",
+    )
+
     sub.add_parser("emit", help="write an activity frame (used by agent extensions)")
     sub.add_parser("schema", help="print the JSON Schema of every wire message")
     return parser
@@ -303,7 +352,7 @@ def server_url(options: argparse.Namespace) -> str:
 
 
 SESSION_ARGUMENT = frozenset(
-    {"attach", "kill", "close", "send", "unsend", "resume", "send-keys", "capture"}
+    {"attach", "kill", "close", "send", "unsend", "resume", "send-keys", "capture", "wait"}
 )
 """Commands whose ``session`` argument is a reference (see `refs`)."""
 
@@ -364,6 +413,8 @@ async def _client_command(options: argparse.Namespace) -> int:
                 )
                 print(format_capture(captured, json_output=options.json), end="")
                 return 0
+            case "wait":
+                return await _wait(client, options)
             case "attach":
                 key = parse_key(options.detach_key)
                 attachment = TerminalAttachment(
@@ -465,6 +516,44 @@ def _finish(
         earlier = attachment.already_exited and not ran
         print(f"[{session_id} had already ended: {how}]" if earlier else f"[{how}]")
     return exit_code
+
+
+TIMED_OUT = 124
+"""``wait``'s status when the condition did not hold in time, as timeout(1)'s."""
+
+
+async def _wait(client: Client, options: argparse.Namespace) -> int:
+    try:
+        text = re.compile(options.text) if options.text is not None else None
+    except re.error as error:
+        print(f"ptyvisor wait: --text is not a regular expression: {error}", file=sys.stderr)
+        return 2
+    if options.quiet is not None and not options.quiet >= 0:
+        print("ptyvisor wait: --quiet takes SECONDS >= 0", file=sys.stderr)
+        return 2
+    if not options.timeout >= 0:
+        print("ptyvisor wait: --timeout takes S >= 0", file=sys.stderr)
+        return 2
+    condition = Condition(
+        phases=frozenset(ActivityPhase(p) for p in options.phase),
+        text=text,
+        exited=options.exit,
+        quiet=options.quiet,
+    )
+    if condition.empty:
+        condition = Condition(exited=True)
+    try:
+        outcome = await wait(client, options.session, condition, seconds=options.timeout)
+    except SessionVanished:
+        print(f"ptyvisor wait: session {options.session} is gone", file=sys.stderr)
+        return TIMED_OUT
+    if outcome == "holds":
+        return 0
+    if outcome == "cannot":
+        print("ptyvisor wait: the program has exited; it can no longer hold", file=sys.stderr)
+    else:
+        print(f"ptyvisor wait: timed out after {options.timeout:g} s", file=sys.stderr)
+    return TIMED_OUT
 
 
 def format_capture(captured: Captured, *, json_output: bool) -> str:
