@@ -935,3 +935,17 @@ def test_wait_times_out_and_checks_its_arguments(setup: Setup) -> None:
     assert bad.returncode == 2 and "regular expression" in bad.stderr
     gone = setup.cli("wait", "no-such", "--exit")
     assert gone.returncode == 1 and "no session 'no-such'" in gone.stderr
+
+
+def test_rename_and_refer_by_the_new_name(setup: Setup) -> None:
+    session = setup.spawn(["sleep", "600"])
+    renamed = setup.cli("rename", session[:-1], "worker")
+    assert renamed.returncode == 0, renamed.stderr
+    assert renamed.stdout == ""
+    assert next(s["name"] for s in setup.ls_json() if s["id"] == session) == "worker"
+    assert setup.cli("rename", "worker", "builder").returncode == 0
+    empty = setup.cli("rename", "builder", "")
+    assert empty.returncode == 1 and empty.stderr.count("\n") == 1, empty.stderr
+    killed = setup.cli("kill", "builder")
+    assert killed.returncode == 0, killed.stderr
+    setup.wait_summary(session, lambda s: s.process.state == "exited", "the kill by name")

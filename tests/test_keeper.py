@@ -450,6 +450,30 @@ def test_an_exited_session_stays_listed_across_a_restart_and_a_crash(serve: Serv
     wait_for(lambda: _succeeds(lambda: serve.run(still_there)), "the session after a crash")
 
 
+def test_a_new_name_survives_a_restart_and_a_crash(serve: Serve) -> None:
+    session_id = serve.run(lambda client: client.spawn(["sleep", "600"], name="old-name"))
+    renamed = subprocess.run(
+        [PTYVISOR_BIN, "rename", "--url", serve.url, "old-name", "new-name"],
+        env=serve.env,
+        timeout=60,
+        check=False,
+    )
+    assert renamed.returncode == 0
+
+    async def name(client: Client) -> str:
+        return next(s.name for s in await client.list() if s.id == session_id.id)
+
+    assert serve.run(name) == "new-name"
+    restarted = subprocess.run(
+        [PTYVISOR_BIN, "restart", "--url", serve.url], env=serve.env, timeout=60, check=False
+    )
+    assert restarted.returncode == 0
+    assert serve.run(name) == "new-name"
+    os.kill(serve.server_pid(), signal.SIGKILL)
+    wait_for(lambda: _succeeds(lambda: serve.run(name)), "the server after a crash")
+    assert serve.run(name) == "new-name"
+
+
 def _succeeds(call: Callable[[], object]) -> bool:
     try:
         call()

@@ -258,6 +258,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="give up after S seconds, exit 124 (default: never)",
     )
 
+    rename = sub.add_parser(
+        "rename",
+        help="give a session another name",
+        description="Rename a session (kept across server restarts and in the records); "
+        "a name is a session reference for every other command.",
+        epilog="example: ptyvisor rename s1a2b3c4d review-bot",
+    )
+    client_options(rename)
+    rename.add_argument("session", metavar="ID", help="session id, name or id prefix")
+    rename.add_argument("name", metavar="NAME", help="the new name (1 to 128 characters)")
+
     sub.add_parser("emit", help="write an activity frame (used by agent extensions)")
     sub.add_parser("schema", help="print the JSON Schema of every wire message")
     return parser
@@ -352,7 +363,18 @@ def server_url(options: argparse.Namespace) -> str:
 
 
 SESSION_ARGUMENT = frozenset(
-    {"attach", "kill", "close", "send", "unsend", "resume", "send-keys", "capture", "wait"}
+    {
+        "attach",
+        "kill",
+        "close",
+        "send",
+        "unsend",
+        "resume",
+        "send-keys",
+        "capture",
+        "wait",
+        "rename",
+    }
 )
 """Commands whose ``session`` argument is a reference (see `refs`)."""
 
@@ -415,6 +437,11 @@ async def _client_command(options: argparse.Namespace) -> int:
                 return 0
             case "wait":
                 return await _wait(client, options)
+            case "rename":
+                await client.request(
+                    {"type": "rename", "session": options.session, "name": options.name}
+                )
+                return 0
             case "attach":
                 key = parse_key(options.detach_key)
                 attachment = TerminalAttachment(

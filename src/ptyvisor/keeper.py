@@ -396,6 +396,10 @@ class Keeper:
             program = self.programs.get(message["session"])
             if program is not None:
                 program.cols, program.rows = int(message["cols"]), int(message["rows"])
+        elif op == "identity":  # renamed: what the next server adopts it as
+            program = self.programs.get(message["session"])
+            if program is not None and isinstance(message.get("identity"), dict):
+                program.identity = message["identity"]
         elif op == "forget":
             self._forget(message["session"])
         elif op == "handover":

@@ -255,6 +255,9 @@ class KeeperOwner:
     def resized(self, session_id: str, cols: int, rows: int) -> None:
         self._link.send_now({"op": "size", "session": session_id, "cols": cols, "rows": rows})
 
+    def identity_changed(self, session_id: str, identity: dict[str, object]) -> None:
+        self._link.send_now({"op": "identity", "session": session_id, "identity": identity})
+
 
 def _map_ring(fd: int) -> Ring | None:
     try:

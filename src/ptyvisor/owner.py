@@ -61,6 +61,10 @@ class Owner(Protocol):
         """The terminal's size changed (what a server started later adopts it with)."""
         ...
 
+    def identity_changed(self, session_id: str, identity: dict[str, object]) -> None:
+        """The session's identity changed (renamed): what a later server adopts."""
+        ...
+
 
 class LocalOwner:
     """Forks in this process and reaps each program through a pidfd."""
@@ -81,6 +85,9 @@ class LocalOwner:
 
     def resized(self, session_id: str, cols: int, rows: int) -> None:
         del session_id, cols, rows
+
+    def identity_changed(self, session_id: str, identity: dict[str, object]) -> None:
+        del session_id, identity
 
 
 async def _reap(child: Child) -> None:

@@ -41,6 +41,9 @@ Ended = Literal["exited", "killed", "server", "lost"]
 SignalName = Literal["HUP", "INT", "QUIT", "TERM", "KILL", "USR1", "USR2", "CONT", "STOP", "WINCH"]
 
 
+SessionName = Annotated[str, Field(min_length=1, max_length=128)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -239,7 +242,7 @@ class Spawn(_Request):
     def working_directory(self) -> str | None:
         return from_raw(self.cwd_bytes) if self.cwd_bytes is not None else self.cwd
 
-    name: Annotated[str, Field(max_length=128)] | None = None
+    name: SessionName | None = None
     cols: Cols = 80
     rows: Rows = 24
 
@@ -400,6 +403,15 @@ class SendKeys(_Request):
     paste: bool = False
 
 
+class Rename(_Request):
+    """Give the session another name (shown everywhere, kept across restarts and in
+    the records; a name is also a session reference on the command line)."""
+
+    type: Literal["rename"]
+    session: SessionId
+    name: SessionName
+
+
 class Capture(_Request):
     """The screen as text rows (trailing blanks trimmed), or with SGR colours
     (``ansi``); with the last ``scrollback`` lines above it (-1: all of them)."""
@@ -439,7 +451,8 @@ ClientMessage = Annotated[
     | Resume
     | GetTimeline
     | SendKeys
-    | Capture,
+    | Capture
+    | Rename,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)

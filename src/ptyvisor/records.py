@@ -205,6 +205,11 @@ class Records:
             )
         )
 
+    def renamed(self, session: str, name: str) -> None:
+        self._later(
+            lambda db: db.execute("UPDATE sessions SET name = ? WHERE id = ?", (name, session))
+        )
+
     def ended(
         self,
         session: str,

@@ -60,6 +60,7 @@ from ptyvisor.protocol import (
     Kill,
     ListSessions,
     Ok,
+    Rename,
     RequestSnapshot,
     Resize,
     Resume,
@@ -335,6 +336,9 @@ class Connection:
                 self._reply(
                     SnapshotMessage(req_id=request.req_id, reason="requested", snapshot=snapshot)
                 )
+            case Rename():
+                supervisor.get(request.session).rename(request.name)
+                self._ok(request.req_id)
             case SendKeys():
                 session = self._unless_viewer(supervisor.get(request.session), "input")
                 sent = await session.send_keys(
@@ -543,7 +547,14 @@ async def _serve_sessions(
         else:
             control_listener = keeper.control
             for adopted in keeper.adopted:
-                supervisor.adopt(adopted, keeper.handed_over.get(adopted.session))
+                try:
+                    supervisor.adopt(adopted, keeper.handed_over.get(adopted.session))
+                except Exception:
+                    # One program this server cannot take over (a bug, bad state from
+                    # the keeper) must not crash every server started after it.
+                    log.exception("session %s cannot be adopted; stopping it", adopted.session)
+                    adopted.child.close_fd()
+                    owner.forget(adopted.session)
             where = {"sock": keeper.tcp}
         if records is not None:
             # Sessions recorded as running that no program backs any more ended while

@@ -22,7 +22,7 @@ import select
 import signal as signals
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 import anyio
@@ -645,6 +645,18 @@ class Session:
             await self._renderer_resize_due.wait()
             self._renderer_resize_due = anyio.Event()
             await self.renderer.resize(self.size.cols, self.size.rows)
+
+    def rename(self, name: str) -> None:
+        """A new name, everywhere: clients, the keeper (for a later server), records."""
+        if name == self.name:
+            return
+        self.name = name
+        self.identity = replace(self.identity, name=name)
+        if self._owner is not None:
+            self._owner.identity_changed(self.id, self.identity.to_json())
+        if self._records is not None:
+            self._records.renamed(self.id, name)
+        self._on_change()
 
     async def send_keys(
         self, client: Subscriber, keys: list[str], *, literal: bool, paste: bool
