@@ -949,3 +949,49 @@ def test_rename_and_refer_by_the_new_name(setup: Setup) -> None:
     killed = setup.cli("kill", "builder")
     assert killed.returncode == 0, killed.stderr
     setup.wait_summary(session, lambda s: s.process.state == "exited", "the kill by name")
+
+
+def test_events_prints_the_timeline_and_follows_changes(setup: Setup) -> None:
+    script = (
+        f"{PTYVISOR} emit activity working --agent tester --reason 'step one'; "
+        f"{PTYVISOR} emit activity waiting --agent tester; read x; "
+        f"{PTYVISOR} emit activity working --agent tester --reason 'step two'; read y; exit 3"
+    )
+    session = setup.spawn(["sh", "-c", script])
+    setup.wait_summary(session, lambda s: s.activity.phase.value == "waiting", "waiting")
+    listed = setup.cli("events", session, "--json")
+    assert listed.returncode == 0, listed.stderr
+    events = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [(e["phase"], e["reason"]) for e in events][-2:] == [
+        ("working", "step one"),
+        ("waiting", None),
+    ]
+    text = setup.cli("events", session)
+    assert re.search(r"\d\d:\d\d:\d\d  Working\s+step one$", text.stdout, re.MULTILINE), text.stdout
+    assert re.search(r"\d\d:\d\d:\d\d  Ready$", text.stdout, re.MULTILINE), text.stdout
+
+    follow = subprocess.Popen(
+        [PTYVISOR, "events", "--url", setup.url, session, "--follow", "--json"],
+        env=setup.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert follow.stdout is not None
+    first = [json.loads(follow.stdout.readline()) for _ in events]  # the timeline first
+    assert first == events
+    assert setup.cli("send-keys", session, "Enter").returncode == 0
+    change = json.loads(follow.stdout.readline())
+    assert (change["type"], change["phase"], change["reason"]) == (
+        "activity",
+        "working",
+        "step two",
+    )
+    assert setup.cli("send-keys", session, "Enter").returncode == 0
+    rest, errors = follow.communicate(timeout=60)
+    assert follow.returncode == 0, errors
+    tail = [json.loads(line) for line in rest.splitlines()]
+    assert tail[-1]["type"] == "process" and tail[-1]["exit_code"] == 3
+    assert tail[-2]["type"] == "activity" and tail[-2]["phase"] == "failed"
+    done = setup.cli("events", session)
+    assert done.stdout.rstrip().endswith("process exited 3"), done.stdout

@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
@@ -18,9 +19,17 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from ptyvisor import __version__, serve_options
 from ptyvisor.activity import ActivityPhase
 from ptyvisor.agents import AGENTS
-from ptyvisor.client import Client, Disconnected, ServerError
+from ptyvisor.client import Client, ConnectionLost, Disconnected, ServerError
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, default_state_dir, read_token
-from ptyvisor.protocol import Captured, ProcessState, SessionSummary, wire_schema
+from ptyvisor.protocol import (
+    ActivityChanged,
+    Captured,
+    ProcessChanged,
+    ProcessState,
+    SessionClosed,
+    SessionSummary,
+    wire_schema,
+)
 from ptyvisor.refs import BadReference, resolve
 from ptyvisor.tty_attach import SessionGone, TerminalAttachment, parse_key
 from ptyvisor.waiting import Condition, SessionVanished, wait
@@ -258,6 +267,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="give up after S seconds, exit 124 (default: never)",
     )
 
+    events = sub.add_parser(
+        "events",
+        help="print a session's activity timeline and process changes",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the session's recorded activity transitions (time, phase, "
+        "reason) and how its program ended; with --follow, then every change as it "
+        "happens until the program exits.",
+        epilog="examples:\n"
+        "  ptyvisor events agent\n"
+        "  ptyvisor events agent --follow --json | jq -c 'select(.type == \"activity\")'\n",
+    )
+    client_options(events)
+    events.add_argument("session", metavar="ID", help="session id, name or id prefix")
+    events.add_argument(
+        "--follow", "-f", action="store_true", help="keep printing changes (default: off)"
+    )
+    events.add_argument(
+        "--json", action="store_true", help="one JSON object per line, NDJSON (default: text)"
+    )
+
     rename = sub.add_parser(
         "rename",
         help="give a session another name",
@@ -374,6 +403,7 @@ SESSION_ARGUMENT = frozenset(
         "capture",
         "wait",
         "rename",
+        "events",
     }
 )
 """Commands whose ``session`` argument is a reference (see `refs`)."""
@@ -437,6 +467,9 @@ async def _client_command(options: argparse.Namespace) -> int:
                 return 0
             case "wait":
                 return await _wait(client, options)
+            case "events":
+                await _events(client, options.session, follow=options.follow, as_json=options.json)
+                return 0
             case "rename":
                 await client.request(
                     {"type": "rename", "session": options.session, "name": options.name}
@@ -543,6 +576,73 @@ def _finish(
         earlier = attachment.already_exited and not ran
         print(f"[{session_id} had already ended: {how}]" if earlier else f"[{how}]")
     return exit_code
+
+
+async def _events(client: Client, session_id: str, *, follow: bool, as_json: bool) -> None:
+    """The recorded timeline, then (``follow``) each change until the program exits."""
+
+    def say(event: dict[str, Any]) -> None:
+        print(json.dumps(event) if as_json else _event_text(event), flush=True)
+
+    def activity_event(at: int, phase: str, reason: str | None) -> dict[str, Any]:
+        return {"type": "activity", "at": at, "phase": phase, "reason": reason}
+
+    timeline = await client.timeline(session_id)
+    last: tuple[str, int] | None = None
+    for transition in timeline.transitions:
+        say(activity_event(transition.at, transition.phase.value, transition.reason))
+        last = (transition.phase.value, transition.at)
+    if timeline.ended_at is not None or not follow:
+        if timeline.ended_at is not None:
+            summary = next((s for s in await client.list(all=True) if s.id == session_id), None)
+            if summary is not None:
+                say(_process_event(summary.process))
+        return
+    attached = await client.attach(session_id, view_only=True, scrollback=False)
+    activity = attached.session.activity
+    if (activity.phase.value, activity.since) != last and activity.phase.value != "unavailable":
+        say(activity_event(activity.since, activity.phase.value, activity.reason))
+    async for event in client.events():
+        match event:
+            case ActivityChanged() if event.session == session_id:
+                activity = event.activity
+                say(activity_event(activity.since, activity.phase.value, activity.reason))
+            case ProcessChanged() if event.session == session_id:
+                say(_process_event(event.process))
+                if event.process.state == "exited":
+                    return
+            case SessionClosed() if event.session == session_id:
+                say({"type": "closed", "at": int(time.time() * 1000)})
+                return
+            case ConnectionLost():
+                raise Disconnected("the server went away")
+            case _:
+                pass
+
+
+def _process_event(process: ProcessState) -> dict[str, Any]:
+    return {
+        "type": "process",
+        "at": process.exited_at or int(time.time() * 1000),
+        "state": process.state,
+        "exit_code": process.exit_code,
+        "signal": process.signal,
+        "ended": process.ended,
+    }
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event["at"] / 1000))
+    if event["type"] == "activity":
+        label = PHASE_LABELS.get(event["phase"], event["phase"])
+        reason = f"  {event['reason']}" if event.get("reason") else ""
+        return f"{when}  {label:<11}{reason}".rstrip()
+    if event["type"] == "process":
+        if event["state"] != "exited":
+            return f"{when}  process {event['state']}"
+        fields = {k: event[k] for k in ("state", "exit_code", "signal", "ended")}
+        return f"{when}  process {ended_text(ProcessState.model_validate(fields))}"
+    return f"{when}  session closed"
 
 
 TIMED_OUT = 124
