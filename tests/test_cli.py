@@ -30,6 +30,7 @@ import pytest
 
 from ptyvisor.client import Client
 from ptyvisor.protocol import Captured, SessionSummary
+from ptyvisor.tty_attach import parse_key
 
 from .conftest import start_serve, wait_for
 from .test_control import ASK, BASH, WRAPPER
@@ -995,3 +996,31 @@ def test_events_prints_the_timeline_and_follows_changes(setup: Setup) -> None:
     assert tail[-2]["type"] == "activity" and tail[-2]["phase"] == "failed"
     done = setup.cli("events", session)
     assert done.stdout.rstrip().endswith("process exited 3"), done.stdout
+
+
+def test_version_url_forms_state_dir_and_bad_detach_key(setup: Setup, tmp_path: Path) -> None:
+    for flag in ("-V", "--version"):
+        shown = run_cli(flag, env=setup.env)
+        assert shown.returncode == 0 and re.fullmatch(r"ptyvisor \S+\n", shown.stdout)
+    # The http:// page URL serve prints (with its ?token=) works as --url.
+    http = setup.url.replace("ws://", "http://") + f"?token={setup.token}"
+    listed = run_cli("ls", "--url", http, env=setup.env)
+    assert listed.returncode == 0, listed.stderr
+    # The token is found in --state-dir when nothing else gives it.
+    state = tmp_path / "other-state"
+    state.mkdir(mode=0o700)
+    (state / "token").write_text(setup.token + "\n")
+    env = {k: v for k, v in setup.env.items() if k != "PTYVISOR_TOKEN"}
+    found = run_cli("ls", "--url", setup.url, "--state-dir", str(state), env=env)
+    assert found.returncode == 0, found.stderr
+    # A bad detach key is refused before anything starts.
+    before = len(setup.ls_json())
+    bad = setup.cli("run", "--detach-key", "xyz", "--", "true")
+    assert bad.returncode == 2
+    assert "detach key" in bad.stderr and "Traceback" not in bad.stderr
+    assert len(setup.ls_json()) == before
+    # tmux's spelling works too.
+    assert parse_key("C-]") == parse_key("^]") == b"\x1d"
+    assert parse_key("C-a") == parse_key("^A") == b"\x01"
+    with pytest.raises(ValueError, match="not a control key"):
+        parse_key("^1")

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
@@ -49,15 +50,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ptyvisor", description="Supervisor for coding-agent terminals."
     )
-    parser.add_argument("--version", action="version", version=f"ptyvisor {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"ptyvisor {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the server (see ptyvisor serve --help)")
     serve_options.add_arguments(serve)
 
     def client_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", default=None, help="server URL (default: $PTYVISOR_URL or local)")
-        p.add_argument("--token", default=None, help="token (default: $PTYVISOR_TOKEN or stored)")
+        p.add_argument(
+            "--url",
+            default=None,
+            help="server URL, ws:// or the http:// one serve prints (default: $PTYVISOR_URL, "
+            f"else ws://{DEFAULT_HOST}:{DEFAULT_PORT}/)",
+        )
+        p.add_argument(
+            "--token",
+            default=None,
+            help="token (default: $PTYVISOR_TOKEN, else the one in the state directory)",
+        )
+        if not any(action.dest == "state_dir" for action in p._actions):
+            p.add_argument(
+                "--state-dir",
+                type=Path,
+                default=None,
+                help="where the token is stored (default: $PTYVISOR_STATE_DIR, else "
+                "~/.local/share/ptyvisor)",
+            )
 
     run = sub.add_parser("run", help="start a program on the server and attach to it")
     client_options(run)
@@ -315,6 +333,13 @@ def run_command(args: list[str]) -> int:
         return 0
     if command == "restart":
         return restart(options)
+    if getattr(options, "detach_key", None) is not None:
+        # Checked before anything is spawned: a bad key must not leave a session behind.
+        try:
+            parse_key(options.detach_key)
+        except ValueError as error:
+            print(f"ptyvisor {command}: {error}", file=sys.stderr)
+            return 2
     detached = command == "run" and options.detach
     if command in ("run", "attach") and not detached and not sys.stdin.isatty():
         # Checked first: `run` would otherwise start a session it cannot attach to.
@@ -388,7 +413,16 @@ def restart(options: argparse.Namespace) -> int:
 
 
 def server_url(options: argparse.Namespace) -> str:
-    return options.url or os.environ.get("PTYVISOR_URL") or f"ws://{DEFAULT_HOST}:{DEFAULT_PORT}/"
+    """The WebSocket URL: ``--url``, ``$PTYVISOR_URL`` or the default; the http(s)
+    page URL that ``serve`` prints works too (its path and token are dropped)."""
+    url: str = (
+        options.url or os.environ.get("PTYVISOR_URL") or f"ws://{DEFAULT_HOST}:{DEFAULT_PORT}/"
+    )
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        return urlunsplit((scheme, parts.netloc, "/", "", ""))
+    return url
 
 
 SESSION_ARGUMENT = frozenset(
@@ -410,7 +444,7 @@ SESSION_ARGUMENT = frozenset(
 
 
 async def _client_command(options: argparse.Namespace) -> int:
-    token = options.token or read_token()
+    token = options.token or read_token(options.state_dir)
     async with Client.connect(server_url(options), token) as client:
         if options.command in SESSION_ARGUMENT or getattr(options, "session", None):
             listed = await client.list(all=options.command == "resume")

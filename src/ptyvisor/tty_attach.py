@@ -48,12 +48,17 @@ RESET_MODES = (
 
 
 def parse_key(spec: str) -> bytes:
-    """``^]`` / ``^X`` style notation to the byte the terminal sends."""
+    """``^]``, ``^X``, or tmux's ``C-]``, ``C-x``: the control byte the terminal sends."""
     if len(spec) == 2 and spec[0] == "^":
-        return bytes([ord(spec[1].upper()) & 0x1F])
-    if len(spec) == 1:
-        return spec.encode()
-    raise ValueError(f"detach key must look like ^] or ^X, not {spec!r}")
+        letter = spec[1]
+    elif len(spec) == 3 and spec[:2] in ("C-", "c-"):
+        letter = spec[2]
+    else:
+        raise ValueError(f"the detach key must look like ^] or C-], not {spec!r}")
+    code = ord(letter.upper())
+    if not 0x40 <= code <= 0x5F:
+        raise ValueError(f"{spec!r} is not a control key (^@ to ^_, ^A to ^Z)")
+    return bytes([code & 0x1F])
 
 
 class TerminalAttachment:
