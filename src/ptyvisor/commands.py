@@ -337,8 +337,8 @@ def run_command(args: list[str]) -> int:
         # Checked before anything is spawned: a bad key must not leave a session behind.
         try:
             parse_key(options.detach_key)
-        except ValueError as error:
-            print(f"ptyvisor {command}: {error}", file=sys.stderr)
+        except ValueError as bad_key:
+            print(f"ptyvisor {command}: {bad_key}", file=sys.stderr)
             return 2
     detached = command == "run" and options.detach
     if command in ("run", "attach") and not detached and not sys.stdin.isatty():
