@@ -748,9 +748,13 @@ def ended_text(process: ProcessState) -> str:
 
 
 def _terminal_size() -> tuple[int, int]:
+    """This terminal's size; 80x24 without one, or for one that says 0x0 (a PTY
+    nobody sized, as under `script`)."""
     try:
         size = os.get_terminal_size(sys.stdout.fileno())
     except OSError:
+        return 80, 24
+    if size.columns <= 0 or size.lines <= 0:
         return 80, 24
     return size.columns, size.lines
 
