@@ -1024,3 +1024,9 @@ def test_version_url_forms_state_dir_and_bad_detach_key(setup: Setup, tmp_path: 
     assert parse_key("C-a") == parse_key("^A") == b"\x01"
     with pytest.raises(ValueError, match="not a control key"):
         parse_key("^1")
+
+
+def test_run_in_a_terminal_of_no_size_starts_at_80x24(setup: Setup) -> None:
+    term = setup.term("run", "--", "sh", "-c", "echo size:$(stty size):end", rows=0, cols=0)
+    assert term.wait() == 0
+    assert b"size:24 80:end" in term.output, term.output
