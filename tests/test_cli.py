@@ -37,7 +37,10 @@ from .test_control import ASK, BASH, WRAPPER
 
 PTYVISOR = str(Path(sys.executable).parent / "ptyvisor")
 DETACH = b"\x1d"  # Ctrl-]
-HEADER = ["ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "PENDING", "COMMAND"]
+HEADER = [
+    "ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "AGENT", "REASON", "PENDING", "QUEUED",
+    "CLIENTS", "COMMAND",
+]  # fmt: skip
 SERVING = re.compile(r"^ptyvisor \S+ serving on (ws://\S+)$")
 
 T = TypeVar("T")
@@ -427,10 +430,9 @@ def test_ls_table_and_json(setup: Setup) -> None:
     setup.wait_summary(ready, lambda s: s.activity.phase.value == "waiting", "the waiting report")
 
     rows = setup.ls_rows()
-    assert re.search(rf"^{live}\s+cat\s+running\s+Live\s+\d+s\s+0\s+-\s+cat$", rows[live]), rows[
-        live
-    ]
-    assert re.search(rf"^{ready}\s+sh\s+running\s+Ready\s+\d+s\s+0\s+-\s+sh -c ", rows[ready])
+    blank = r"-\s+-\s+-\s+-"  # agent, reason, pending, queued
+    assert re.search(rf"^{live}\s+cat\s+running\s+Live\s+\d+s\s+{blank}\s+0\s+cat$", rows[live])
+    assert re.search(rf"^{ready}\s+sh\s+running\s+Ready\s+\d+s\s+{blank}\s+0\s+sh -c ", rows[ready])
 
     sessions = {s["id"]: s for s in setup.ls_json()}
     assert sessions[live]["argv"] == ["cat"]
@@ -442,6 +444,25 @@ def test_ls_table_and_json(setup: Setup) -> None:
     # Every summary round-trips through the protocol model.
     for raw in sessions.values():
         SessionSummary.model_validate(raw)
+
+
+def test_ls_shows_agent_reason_queued_and_fits_the_terminal(setup: Setup) -> None:
+    script = in_shell(
+        PTYVISOR, "emit", "activity", "working", "--agent", "tester", "--reason", "editing x.py"
+    )
+    busy = setup.spawn(["sh", "-c", script + "; exec cat"])
+    setup.wait_summary(busy, lambda s: s.activity.phase.value == "working", "working")
+    assert setup.cli("send", busy, "then stop").returncode == 0
+    row = setup.ls_rows()[busy]
+    assert re.search(r"\s+Working\s+\d+s\s+tester\s+editing x\.py\s+-\s+yes\s+0\s+sh -c ", row)
+    # COMMAND is shell-quoted: the script is one word.
+    assert row.endswith("sh -c " + shlex.quote(script + "; exec cat")), row
+    # On a terminal, rows are cut to its width.
+    narrow = setup.term("ls", cols=60)
+    assert narrow.wait() == 0
+    lines = [line for line in narrow.screen().splitlines() if line.strip()]
+    assert lines[0].startswith("ID") and all(len(line) <= 60 for line in lines), lines
+    assert any(line.endswith("…") for line in lines), lines
 
 
 # ---------------------------------------------------------------------- answer
@@ -480,7 +501,7 @@ def hook_result(setup: Setup) -> dict[str, Any]:
 
 def test_answer_allows_from_the_cli_and_ls_shows_it_pending(setup: Setup) -> None:
     session, row = held_hook(setup, BASH)
-    assert re.search(r"\s+req-[0-9a-f]{8} approval: Bash\s+sh -c ", row), row
+    assert re.search(r"\s+req-[0-9a-f]{8} approval: Bash\s+-\s+0\s+sh -c ", row), row
     ident = row.split(" req-", 1)[1].split()[0]
     answered = setup.cli("answer", "req-" + ident[:4], "--session", session, "--allow")
     assert (answered.returncode, answered.stdout) == (0, "answered\n"), answered
@@ -544,7 +565,7 @@ def test_kill_then_close(setup: Setup) -> None:
     setup.wait_summary(session, lambda s: s.process.state == "exited", "the program to exit")
 
     row = setup.ls_rows()[session]
-    assert re.search(rf"^{session}\s+cat\s+killed sig {int(signal.SIGHUP)}\s+Stopped\s", row), row
+    assert re.search(rf"^{session}\s+cat\s+killed by SIGHUP\s+Stopped\s", row), row
     summary = next(s for s in setup.ls_json() if s["id"] == session)
     assert summary["process"]["signal"] == signal.SIGHUP
     assert summary["activity"]["phase"] == "stopped"  # asked for: not a failure

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shlex
 import signal
 import sys
 import time
@@ -458,7 +459,9 @@ async def _client_command(options: argparse.Namespace) -> int:
                 if options.json:
                     print(json.dumps([s.model_dump(mode="json") for s in sessions], indent=2))
                 else:
-                    print(format_table(sessions))
+                    # On a terminal each row fits its width; piped, rows are whole.
+                    width = _terminal_size()[0] if sys.stdout.isatty() else None
+                    print(format_table(sessions, width=width))
                 return 0
             case "resume":
                 session = await client.resume(options.session, rerun=options.rerun)
@@ -759,21 +762,28 @@ def _terminal_size() -> tuple[int, int]:
     return size.columns, size.lines
 
 
-def format_table(sessions: list[SessionSummary]) -> str:
-    rows = [("ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "CLIENTS", "PENDING", "COMMAND")]
+LS_HEADER = (
+    "ID", "NAME", "PROCESS", "ACTIVITY", "FOR", "AGENT", "REASON", "PENDING", "QUEUED",
+    "CLIENTS", "COMMAND",
+)  # fmt: skip
+REASON_CHARS = 40
+
+
+def format_table(sessions: list[SessionSummary], *, width: int | None = None) -> str:
+    """``ls``'s table; ``width``: cut each row to it (a terminal's width)."""
+    rows = [LS_HEADER]
     now = time.time() * 1000
     for s in sessions:
         process: str = s.process.state
         if s.process.ended == "lost":
             process = "lost"
         elif s.process.state == "exited":
-            process = (
-                f"exited {s.process.exit_code}"
-                if s.process.signal is None
-                else f"killed sig {s.process.signal}"
-            )
+            process = ended_text(s.process)
         if s.past:
             process = f"past, {process}"
+        reason = " ".join((s.activity.reason or "").split()) or "-"
+        if len(reason) > REASON_CHARS:
+            reason = reason[: REASON_CHARS - 1] + "…"
         rows.append(
             (
                 s.id,
@@ -781,17 +791,23 @@ def format_table(sessions: list[SessionSummary]) -> str:
                 process,
                 PHASE_LABELS[s.activity.phase.value],
                 _ago(now - s.activity.since),
-                str(s.clients),
+                s.agent or "-",
+                reason,
                 _pending(s),
-                " ".join(s.command or s.argv),
+                "yes" if s.queued_message is not None else "-",
+                str(s.clients),
+                shlex.join(s.command or s.argv),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join(
+    widths = [max(len(row[i]) for row in rows) for i in range(len(LS_HEADER) - 1)]
+    lines = [
         "".join(cell.ljust(width) + "  " for cell, width in zip(row, widths, strict=False))
         + row[-1]
         for row in rows
-    )
+    ]
+    if width is not None:
+        lines = [line if len(line) <= width else line[: max(width - 1, 0)] + "…" for line in lines]
+    return "\n".join(lines)
 
 
 PENDING_ID_CHARS = 12
