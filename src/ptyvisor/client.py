@@ -133,11 +133,14 @@ class Client:
         self._tg.start_soon(self._read_loop, self._ws)
 
     async def aclose(self) -> None:
+        """Close the connection; also when cancelled (a stream abandoned midway),
+        which must still release everything and say goodbye to the server."""
         self._closing = True
-        if self._ws is not None:
-            await self._ws.close()
         self._events_in.close()
         self._events_out.close()
+        if self._ws is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._ws.close()
 
     async def reconnect(self, *, resume: bool = True, scrollback: bool = True) -> Attached | None:
         """Open a new connection and, if a session was attached, resume from our seq

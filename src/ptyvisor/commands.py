@@ -13,12 +13,11 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from ptyvisor import __version__, serve_options
+from ptyvisor import __version__, scripting, serve_options
 from ptyvisor.activity import ActivityPhase
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, ConnectionLost, Disconnected, ServerError
@@ -414,16 +413,7 @@ def restart(options: argparse.Namespace) -> int:
 
 
 def server_url(options: argparse.Namespace) -> str:
-    """The WebSocket URL: ``--url``, ``$PTYVISOR_URL`` or the default; the http(s)
-    page URL that ``serve`` prints works too (its path and token are dropped)."""
-    url: str = (
-        options.url or os.environ.get("PTYVISOR_URL") or f"ws://{DEFAULT_HOST}:{DEFAULT_PORT}/"
-    )
-    parts = urlsplit(url)
-    if parts.scheme in ("http", "https"):
-        scheme = "wss" if parts.scheme == "https" else "ws"
-        return urlunsplit((scheme, parts.netloc, "/", "", ""))
-    return url
+    return scripting.server_url(options.url)
 
 
 SESSION_ARGUMENT = frozenset(
