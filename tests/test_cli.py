@@ -3,6 +3,7 @@ server process, real PTYs for ``run`` and ``attach``. Nothing is mocked."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import json
@@ -29,6 +30,7 @@ import pyte
 import pytest
 
 from ptyvisor.client import Client
+from ptyvisor.commands import build_parser
 from ptyvisor.protocol import Captured, SessionSummary
 from ptyvisor.tty_attach import parse_key
 
@@ -1051,3 +1053,49 @@ def test_run_in_a_terminal_of_no_size_starts_at_80x24(setup: Setup) -> None:
     term = setup.term("run", "--", "sh", "-c", "echo size:$(stty size):end", rows=0, cols=0)
     assert term.wait() == 0
     assert b"size:24 80:end" in term.output, term.output
+
+
+def test_every_command_and_option_explains_itself() -> None:
+    """Each subcommand has a description and a help line; each option a help line,
+    which names its default when it has one."""
+    parser = build_parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {choice.dest: choice.help for choice in subcommands._choices_actions}
+    missing = []
+    for name, sub in subcommands.choices.items():
+        if not sub.description or not helps.get(name):
+            missing.append(f"{name}: description or help")
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            where = f"{name} {'/'.join(action.option_strings) or action.dest}"
+            has_default = action.option_strings and action.default not in (None, False, [])
+            if not action.help:
+                missing.append(f"{where}: help")
+            elif has_default and "default" not in action.help:
+                missing.append(f"{where}: its default ({action.default!r})")
+    assert not missing, missing
+
+
+def test_completion_scripts_complete_commands_options_and_choices(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home", tmp_path / "state")
+    script = run_cli("completion", "bash", env=env)
+    assert script.returncode == 0, script.stderr
+
+    def complete(*words: str) -> list[str]:
+        probe = (
+            f"{script.stdout}\nCOMP_WORDS=(ptyvisor {' '.join(words)}); "
+            f"COMP_CWORD={len(words)}; _ptyvisor; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+        )
+        done = subprocess.run(
+            ["bash", "--norc", "-c", probe], capture_output=True, text=True, check=True
+        )
+        return done.stdout.split()
+
+    assert complete("sen") == ["send", "send-keys"]
+    assert "--follow" in complete("events", "--f")
+    assert complete("run", "--agent", "c") == ["claude-code", "codex"]
+    assert complete("wait", "x", "--phase", "wa") == ["waiting"]
+    zsh = run_cli("completion", "zsh", env=env)
+    assert zsh.returncode == 0 and "bashcompinit" in zsh.stdout
+    assert script.stdout in zsh.stdout

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from ptyvisor import __version__, scripting, serve_options
+from ptyvisor import __version__, completion, scripting, serve_options
 from ptyvisor.activity import ActivityPhase
 from ptyvisor.agents import AGENTS
 from ptyvisor.client import Client, ConnectionLost, Disconnected, ServerError
@@ -53,7 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"ptyvisor {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the server (see ptyvisor serve --help)")
+    serve = sub.add_parser(
+        "serve",
+        help="run the server (see ptyvisor serve --help)",
+        description="Run the server on loopback with a token: its keeper owns every "
+        "program, so restarts and crashes of the server process cost no session.",
+    )
     serve_options.add_arguments(serve)
 
     def client_options(p: argparse.ArgumentParser) -> None:
@@ -77,10 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
                 "~/.local/share/ptyvisor)",
             )
 
-    run = sub.add_parser("run", help="start a program on the server and attach to it")
+    run = sub.add_parser(
+        "run",
+        help="start a program on the server and attach to it",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start CMD in a new session and attach this terminal (detach with "
+        "the detach key); with -d, only start it and print its id.",
+        epilog="examples:\n  ptyvisor run -- bash\n  ptyvisor run --agent claude-code\n"
+        "  id=$(ptyvisor run -d --name tests -- make test)\n",
+    )
     client_options(run)
-    run.add_argument("--name", default=None)
-    run.add_argument("--cwd", default=None)
+    run.add_argument("--name", default=None, help="the session's name (default: the command)")
+    run.add_argument("--cwd", default=None, help="working directory (default: this one)")
     run.add_argument(
         "--agent",
         choices=AGENTS,
@@ -95,11 +108,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="start it and print only its id; no terminal needed (size: this terminal's, "
         "else 80x24)",
     )
-    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    run.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the program and its arguments"
+    )
 
-    attach = sub.add_parser("attach", help="attach this terminal to a session")
+    attach = sub.add_parser(
+        "attach",
+        help="attach this terminal to a session",
+        description="Show a session in this terminal and type into it; the detach key "
+        "leaves it running. Rides out server restarts.",
+        epilog="example: ptyvisor attach build",
+    )
     client_options(attach)
-    attach.add_argument("session")
+    attach.add_argument("session", metavar="ID", help="session id, name or id prefix")
     attach.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
     attach.add_argument(
         "--view-only",
@@ -107,7 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="watch only: keys are not sent and the program keeps its size",
     )
 
-    ls = sub.add_parser("ls", help="list sessions")
+    ls = sub.add_parser(
+        "ls",
+        help="list sessions",
+        description="A table of the sessions: process, activity, agent, reason, pending "
+        "interaction, queued message, clients, command.",
+    )
     client_options(ls)
     ls.add_argument("--json", action="store_true", help="print the summaries as JSON")
     ls.add_argument(
@@ -139,40 +165,72 @@ def build_parser() -> argparse.ArgumentParser:
         "screens, activity and queued messages are handed over, and clients reconnect. "
         "Returns once the new server answers.",
     )
-    restart.add_argument("--state-dir", type=Path, default=None)
+    restart.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="the serve to restart (default: $PTYVISOR_STATE_DIR, else ~/.local/share/ptyvisor)",
+    )
     client_options(restart)
     restart.add_argument(
-        "--timeout", type=float, default=30, help="seconds to wait for the new server (30)"
+        "--timeout", type=float, default=30, help="seconds to wait for the new server (default 30)"
     )
 
-    kill = sub.add_parser("kill", help="terminate a session's programs (HUP, then KILL)")
+    kill = sub.add_parser(
+        "kill",
+        help="terminate a session's programs (HUP, then KILL)",
+        description="Send SIGHUP to every process of the session, SIGKILL after 2 s; the "
+        "session stays listed, with its output, until closed.",
+    )
     client_options(kill)
-    kill.add_argument("session")
+    kill.add_argument("session", metavar="ID", help="session id, name or id prefix")
 
-    close = sub.add_parser("close", help="terminate a session and forget it")
+    close = sub.add_parser(
+        "close",
+        help="terminate a session and forget it",
+        description="Kill the session's programs if they run, and remove the session.",
+    )
     client_options(close)
-    close.add_argument("session")
+    close.add_argument("session", metavar="ID", help="session id, name or id prefix")
 
     send = sub.add_parser(
         "send", help="queue a message for a working agent: its next instruction after this turn"
     )
+    send.description = (
+        "Queue MESSAGE for an agent working on a turn: its next Stop hook takes it and "
+        "the agent carries on with it. A newer message replaces the queued one."
+    )
     client_options(send)
-    send.add_argument("session")
-    send.add_argument("message")
+    send.add_argument("session", metavar="ID", help="session id, name or id prefix")
+    send.add_argument("message", help="what the agent should do next (at most 4000 characters)")
 
-    unsend = sub.add_parser("unsend", help="delete a session's queued message")
+    unsend = sub.add_parser(
+        "unsend",
+        help="delete a session's queued message",
+        description="Delete the message queued with send, if it was not delivered yet.",
+    )
     client_options(unsend)
-    unsend.add_argument("session")
+    unsend.add_argument("session", metavar="ID", help="session id, name or id prefix")
 
     answer = sub.add_parser(
-        "answer", help="answer the approval or question an agent is waiting on (see ls)"
+        "answer",
+        help="answer the approval or question an agent is waiting on (see ls)",
+        description="Answer a pending interaction by its id (the PENDING column of ls): "
+        "allow or deny an approval, or choose options and give text for questions.",
+        epilog="examples:\n  ptyvisor answer req-1a2b --allow\n"
+        "  ptyvisor answer req-3c4d --choose q0=Yes\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     client_options(answer)
     answer.add_argument("interaction", metavar="ID", help="interaction id, or a unique prefix")
     answer.add_argument("--session", default=None, help="only look in this session")
     verdict = answer.add_mutually_exclusive_group()
-    verdict.add_argument("--allow", action="store_const", const="allow", dest="behavior")
-    verdict.add_argument("--deny", action="store_const", const="deny", dest="behavior")
+    verdict.add_argument(
+        "--allow", action="store_const", const="allow", dest="behavior", help="allow it"
+    )
+    verdict.add_argument(
+        "--deny", action="store_const", const="deny", dest="behavior", help="deny it"
+    )
     answer.add_argument("--message", default=None, help="reason given with --deny")
     answer.add_argument("--suggestion", type=int, default=None, help="suggestion index (--allow)")
     answer.add_argument(
@@ -316,8 +374,25 @@ def build_parser() -> argparse.ArgumentParser:
     rename.add_argument("session", metavar="ID", help="session id, name or id prefix")
     rename.add_argument("name", metavar="NAME", help="the new name (1 to 128 characters)")
 
-    sub.add_parser("emit", help="write an activity frame (used by agent extensions)")
-    sub.add_parser("schema", help="print the JSON Schema of every wire message")
+    completer = sub.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description="Print a completion script for bash or zsh, generated from this CLI.",
+        epilog='examples: eval "$(ptyvisor completion bash)"   (in ~/.bashrc; zsh alike)',
+    )
+    completer.add_argument("shell", choices=["bash", "zsh"], help="the shell")
+
+    sub.add_parser(
+        "emit",
+        help="write an activity frame (used by agent extensions)",
+        description="Write an authenticated activity frame to this session's terminal "
+        "(see ptyvisor emit --help for its own options).",
+    )
+    sub.add_parser(
+        "schema",
+        help="print the JSON Schema of every wire message",
+        description="Print the JSON Schema of every message of the WebSocket protocol.",
+    )
     return parser
 
 
@@ -328,6 +403,12 @@ def run_command(args: list[str]) -> int:
         from ptyvisor.keeper import main as serve_main
 
         return serve_main(args[1:])
+    if command == "completion":
+        parser = build_parser()
+        print(
+            completion.bash(parser) if options.shell == "bash" else completion.zsh(parser), end=""
+        )
+        return 0
     if command == "schema":
         print(json.dumps(wire_schema(), indent=2))
         return 0
