@@ -1099,3 +1099,16 @@ def test_completion_scripts_complete_commands_options_and_choices(tmp_path: Path
     zsh = run_cli("completion", "zsh", env=env)
     assert zsh.returncode == 0 and "bashcompinit" in zsh.stdout
     assert script.stdout in zsh.stdout
+
+
+def test_the_detach_key_twice_reaches_the_program(setup: Setup) -> None:
+    session = setup.spawn(["sh", "-c", 'while read line; do echo "got:$line" | cat -v; done'])
+    term = setup.term("attach", session)
+    term.attached()
+    term.write(DETACH + DETACH + b"x\r")  # twice: the program gets one, as vim would
+    term.expect(b"got:^]x")
+    term.write(DETACH)  # once, then nothing: detach
+    assert term.wait() == 0
+    assert b"[detached from" in term.output
+    summary = setup.summary(session)
+    assert summary is not None and summary.process.state == "running"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import sys
 import termios
@@ -38,6 +39,8 @@ from ptyvisor.replay import shown
 DEFAULT_DETACH_KEY = b"\x1d"  # Ctrl-]
 PENDING_INPUT = 4096
 """Bytes typed while the server is away that are kept to send once it is back."""
+DETACH_WAIT_SECONDS = 0.5
+"""After the detach key, how long a second one may follow to send the key itself."""
 STATUS_AFTER_SECONDS = 1.0
 """A server away longer than this (more than a restart takes) gets a note on screen."""
 RESET_MODES = (
@@ -169,22 +172,48 @@ class TerminalAttachment:
                 await self._resize()
 
     async def _pump_input(self, scope: anyio.CancelScope) -> None:
+        """Typed bytes to the program. The detach key detaches, unless it is pressed
+        twice in a row: then the program gets it once (vim's ^] follows a tag)."""
+        key = self._detach_key
+        pending = b""  # typed since the first detach key: what decides
         while True:
-            await anyio.wait_readable(self._in)
-            data = os.read(self._in, 65536)
-            if not data:
+            if pending:
+                with anyio.move_on_after(DETACH_WAIT_SECONDS):
+                    await anyio.wait_readable(self._in)
+            else:
+                await anyio.wait_readable(self._in)
+            data = os.read(self._in, 65536) if _readable(self._in) else b""
+            if pending and not data:  # nothing followed the key: detach
+                break
+            if not pending and not data:
                 return
-            if self._detach_key in data:
-                before = data.split(self._detach_key, 1)[0]
-                if before:
-                    await self._send(before)
+            data = pending + data
+            pending = b""
+            at = data.find(key)
+            while at >= 0:
+                if at + 1 == len(data):  # the key, last: wait for what follows
+                    pending = key
+                    data = data[:at]
+                    break
+                if data[at + 1 : at + 2] == key:  # twice: the program gets one
+                    data = data[: at + 1] + data[at + 2 :]
+                    at = data.find(key, at + 1)
+                    continue
+                await self._typed(data[:at])
                 self.detached = True
                 scope.cancel()
                 return
-            if self._view_only:
-                self._status("watching only: keys are not sent (the detach key leaves)")
-                continue
-            await self._send(data)
+            await self._typed(data)
+        self.detached = True
+        scope.cancel()
+
+    async def _typed(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._view_only:
+            self._status("watching only: keys are not sent (the detach key leaves)")
+            return
+        await self._send(data)
 
     async def _send(self, data: bytes) -> None:
         """Send typed input; while the server is away it waits (up to PENDING_INPUT
@@ -288,3 +317,8 @@ class TerminalAttachment:
 class SessionGone(Exception):
     """The server is back, but the session is not (closed meanwhile, or the server was
     stopped and its programs with it)."""
+
+
+def _readable(fd: int) -> bool:
+    ready, _, _ = select.select([fd], [], [], 0)
+    return bool(ready)
