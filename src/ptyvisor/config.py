@@ -148,6 +148,8 @@ class ServerConfig:
     reply_buffer: int = DEFAULT_REPLY_BUFFER
     """Queued replies and events past which a client's requests are no longer read
     (four times as much closes it: see outbox.py)."""
+    metrics_public: bool = False
+    """Serve ``/metrics`` without the token (``serve --metrics-public``)."""
     url: str = ""
     """How children reach the server (``PTYVISOR_URL``); set once the port is bound."""
     settings: Settings = field(default_factory=Settings)
@@ -181,6 +183,7 @@ class ServerConfig:
             "scrollback": self.scrollback,
             "client_buffer": self.client_buffer,
             "reply_buffer": self.reply_buffer,
+            "metrics_public": self.metrics_public,
             "settings": asdict(self.settings),
         }
 

@@ -93,6 +93,11 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         help="let clients answer Codex's approvals (persisted in <state-dir>/settings.json)",
     )
     serve.add_argument(
+        "--metrics-public",
+        action="store_true",
+        help="serve /metrics without the token (default: token required)",
+    )
+    serve.add_argument(
         "--no-keeper",
         action="store_true",
         help="run without the keeper process: programs end when this server does",
@@ -146,6 +151,7 @@ def make_config(options: argparse.Namespace) -> tuple[ServerConfig, bool]:
         render_lag_limit=options.render_lag,
         scrollback=options.scrollback,
         client_buffer=options.client_buffer,
+        metrics_public=options.metrics_public,
     )
     config.tls_context()  # an unusable certificate is refused now, in one line
     return config, bool(explicit_token)

@@ -31,7 +31,7 @@ from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from ptyvisor import __version__, access, descriptors, jsontext
+from ptyvisor import __version__, access, descriptors, httpapi, jsontext
 from ptyvisor.agents import AGENTS
 from ptyvisor.child import SIGNALS
 from ptyvisor.config import ServerConfig, control_path
@@ -564,9 +564,15 @@ async def _serve_sessions(
 
         clients = 0
 
-        def process_request(connection: ServerConnection, request: Request) -> Response | None:
+        async def process_request(
+            connection: ServerConnection, request: Request
+        ) -> Response | None:
             local = _local_address(connection)
             if not _is_upgrade(request) or request.method != "GET":
+                if httpapi.handles(urlsplit(request.path).path):
+                    return await httpapi.respond(
+                        config, supervisor, request, local, lambda: clients
+                    )
                 return _page_request(config, page, request, local)
             refused = access.refusal(config, request, local)
             if refused is None and clients >= MAX_CLIENTS:

@@ -239,6 +239,8 @@ class Session:
         self.exited = anyio.Event()
         self._cancel = anyio.CancelScope()
         self.frames_applied = 0
+        self.resyncs = 0
+        """Clients redrawn from a snapshot because they fell behind."""
         self.frames_ignored = 0
         self.frames_rejected: dict[str, int] = {}
         self.queued_message: str | None = None
@@ -771,6 +773,7 @@ class Session:
 
     async def resync(self, subscriber: Subscriber) -> None:
         """Give a lagging client a fresh snapshot; its stream continues right after it."""
+        self.resyncs += 1
         subscriber.outbox.discard_output()
         subscriber.outbox.resynced()
         target = self.log.end_seq

@@ -105,14 +105,14 @@ class WebPage:
 
     def refuse(self, status: HTTPStatus, reason: str) -> Response:
         """A refused request (its Host or Origin): the reason as plain text."""
-        return _response(status, reason.encode(), "text/plain; charset=utf-8")
+        return http_response(status, reason.encode(), "text/plain; charset=utf-8")
 
     def respond(
         self, method: str, path: str, headers: Headers, *, token_ok: bool | None
     ) -> Response:
         """``token_ok`` is None when the request offered no token at all."""
         if method not in ("GET", "HEAD"):
-            refused = _response(
+            refused = http_response(
                 HTTPStatus.METHOD_NOT_ALLOWED, b"only GET\n", "text/plain; charset=utf-8"
             )
             refused.headers["Allow"] = "GET, HEAD"
@@ -125,23 +125,26 @@ class WebPage:
     def _get(self, path: str, headers: Headers, *, token_ok: bool | None) -> Response:
         if path == "/api/auth":
             if token_ok:
-                return _response(HTTPStatus.NO_CONTENT, b"", "text/plain; charset=utf-8")
-            return _response(
+                return http_response(HTTPStatus.NO_CONTENT, b"", "text/plain; charset=utf-8")
+            return http_response(
                 HTTPStatus.UNAUTHORIZED, b"missing or wrong token\n", "text/plain; charset=utf-8"
             )
         if path in ("/", "/index.html") and token_ok is False:
-            return _response(HTTPStatus.UNAUTHORIZED, self._not_authorised, CONTENT_TYPES[".html"])
+            return http_response(
+                HTTPStatus.UNAUTHORIZED, self._not_authorised, CONTENT_TYPES[".html"]
+            )
         asset = self._assets.get(path)
         if asset is None:
-            return _response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+            return http_response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
         if headers.get("If-None-Match") == asset.etag:
-            return _response(HTTPStatus.NOT_MODIFIED, b"", asset.content_type, etag=asset.etag)
-        return _response(HTTPStatus.OK, asset.body, asset.content_type, etag=asset.etag)
+            return http_response(HTTPStatus.NOT_MODIFIED, b"", asset.content_type, etag=asset.etag)
+        return http_response(HTTPStatus.OK, asset.body, asset.content_type, etag=asset.etag)
 
 
-def _response(
+def http_response(
     status: HTTPStatus, body: bytes, content_type: str, *, etag: str | None = None
 ) -> Response:
+    """A response with the headers every plain HTTP answer of this port carries."""
     headers = Headers()
     headers["Content-Type"] = content_type
     if status is not HTTPStatus.NOT_MODIFIED:
