@@ -85,6 +85,8 @@ def test_a_port_in_use_is_one_line(env: dict[str, str]) -> None:
         result = serve_refused(["--port", str(port)], env)
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert f"(pid {os.getpid()}, " in result.stderr  # who holds it
+    assert result.stderr.count("\n") == 1, result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -206,3 +206,39 @@ def bind_private_unix(path: Path) -> socket.socket | None:
         listener.close()
         raise
     return listener
+
+
+def listen_failure(host: str, port: int, error: OSError) -> str:
+    """The one line ``serve`` prints when it cannot listen: for a port in use, which
+    process holds it, when this user may see that (``/proc``, stdlib only)."""
+    line = f"ptyvisor serve: cannot listen on {host}:{port}: {error.strerror or error}"
+    if error.errno == errno.EADDRINUSE:
+        holder = port_holder(port)
+        if holder is not None:
+            pid, name = holder
+            line += f" (pid {pid}, {name})"
+    return line
+
+
+def port_holder(port: int) -> tuple[int, str] | None:
+    """(pid, command name) of a process listening on TCP ``port``, or None."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for row in Path(table).read_text().splitlines()[1:]:
+                fields = row.split()
+                listening = len(fields) > 9 and fields[3] == "0A"  # state LISTEN
+                if listening and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{entry.name}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd.path) in inodes:
+                        name = Path(f"/proc/{entry.name}/comm").read_text().strip()
+                        return int(entry.name), name
+    return None

@@ -112,11 +112,7 @@ def main(argv: list[str]) -> int:
     try:
         keeper = Keeper(config, explicit_token=explicit_token, verbose=options.verbose)
     except OSError as error:
-        print(
-            f"ptyvisor serve: cannot listen on {config.host}:{config.port}: "
-            f"{error.strerror or error}",
-            file=sys.stderr,
-        )
+        print(descriptors.listen_failure(config.host, config.port, error), file=sys.stderr)
         return 1
     return keeper.run()
 

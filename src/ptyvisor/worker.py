@@ -14,7 +14,7 @@ import sys
 
 import anyio
 
-from ptyvisor import serve_options
+from ptyvisor import descriptors, serve_options
 from ptyvisor.config import ServerConfig
 from ptyvisor.keeperlink import KeeperGone, KeeperLink
 
@@ -74,11 +74,7 @@ def serve_in_process(config: ServerConfig, *, explicit_token: bool) -> int:
     except BaseException as raised:
         failure = _unwrap(raised)
         if isinstance(failure, OSError):
-            print(
-                f"ptyvisor serve: cannot listen on {config.host}:{config.port}: "
-                f"{failure.strerror or failure}",
-                file=sys.stderr,
-            )
+            print(descriptors.listen_failure(config.host, config.port, failure), file=sys.stderr)
             return 1
         if isinstance(failure, KeyboardInterrupt):
             return 130
