@@ -273,3 +273,23 @@ async def assert_echoes(server: RunningServer, session_id: str) -> None:
         await client.attach(session_id)
         await client.send_input(marker + "\n")
         await output_until(client, marker.encode(), wait=15)
+
+
+ECHO_READS = r"""
+import os, sys, tty
+tty.setraw(0)
+sys.stdout.write("READY\r\n")
+sys.stdout.flush()
+seen = b""
+while True:
+    data = os.read(0, 256)
+    seen = (seen + data)[-5:]
+    if seen == b"modes":
+        sys.stdout.write("\x1b[?1h\x1b[?2004hmodes-on\r\n")
+    else:
+        sys.stdout.write("got " + repr(data) + "\r\n")
+    sys.stdout.flush()
+"""
+"""A program in raw mode that prints what each read brought (``got b'...'``), after
+READY; ``modes`` (sent at once or typed) turns on application cursor keys and
+bracketed paste."""

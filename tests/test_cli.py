@@ -34,7 +34,7 @@ from ptyvisor.commands import build_parser
 from ptyvisor.protocol import Captured, SessionSummary
 from ptyvisor.tty_attach import parse_key
 
-from .conftest import start_serve, wait_for
+from .conftest import ECHO_READS, start_serve, wait_for
 from .test_control import ASK, BASH, WRAPPER
 
 PTYVISOR = str(Path(sys.executable).parent / "ptyvisor")
@@ -819,21 +819,6 @@ def test_run_says_how_the_program_ended(setup: Setup) -> None:
     again = setup.term("attach", "three")
     assert again.wait() == 3
     assert re.search(rb"\[s[0-9a-f]{8} had already ended: exited 3\]", again.output)
-
-
-ECHO_READS = r"""
-import os, sys, tty
-tty.setraw(0)
-sys.stdout.write("READY\r\n")
-sys.stdout.flush()
-while True:
-    data = os.read(0, 256)
-    if data == b"modes":
-        sys.stdout.write("\x1b[?1h\x1b[?2004hmodes-on\r\n")
-    else:
-        sys.stdout.write("got " + repr(data) + "\r\n")
-    sys.stdout.flush()
-"""
 
 
 def captured(setup: Setup, session: str, *args: str) -> str:

@@ -82,6 +82,24 @@ def build_parser() -> argparse.ArgumentParser:
                 "~/.local/share/ptyvisor)",
             )
 
+    def session_command(
+        name: str, summary: str, description: str, *examples: str
+    ) -> argparse.ArgumentParser:
+        """A client subcommand on one session: its ID argument, the client options,
+        and examples under its help."""
+        command = sub.add_parser(
+            name,
+            help=summary,
+            description=description,
+            epilog="examples:\n" + "".join(f"  {line}\n" for line in examples)
+            if examples
+            else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        client_options(command)
+        command.add_argument("session", metavar="ID", help="session id, name or id prefix")
+        return command
+
     run = sub.add_parser(
         "run",
         help="start a program on the server and attach to it",
@@ -112,15 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         "argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the program and its arguments"
     )
 
-    attach = sub.add_parser(
+    attach = session_command(
         "attach",
-        help="attach this terminal to a session",
-        description="Show a session in this terminal and type into it; the detach key "
-        "leaves it running. Rides out server restarts.",
-        epilog="example: ptyvisor attach build",
+        "attach this terminal to a session",
+        "Show a session in this terminal and type into it; the detach key leaves it "
+        "running (pressed twice, the program gets it). Rides out server restarts.",
+        "ptyvisor attach build",
     )
-    client_options(attach)
-    attach.add_argument("session", metavar="ID", help="session id, name or id prefix")
     attach.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
     attach.add_argument(
         "--view-only",
@@ -176,41 +192,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=30, help="seconds to wait for the new server (default 30)"
     )
 
-    kill = sub.add_parser(
+    session_command(
         "kill",
-        help="terminate a session's programs (HUP, then KILL)",
-        description="Send SIGHUP to every process of the session, SIGKILL after 2 s; the "
-        "session stays listed, with its output, until closed.",
+        "terminate a session's programs (HUP, then KILL)",
+        "Send SIGHUP to every process of the session, SIGKILL after 2 s; the session "
+        "stays listed, with its output, until closed.",
     )
-    client_options(kill)
-    kill.add_argument("session", metavar="ID", help="session id, name or id prefix")
-
-    close = sub.add_parser(
+    session_command(
         "close",
-        help="terminate a session and forget it",
-        description="Kill the session's programs if they run, and remove the session.",
+        "terminate a session and forget it",
+        "Kill the session's programs if they run, and remove the session.",
     )
-    client_options(close)
-    close.add_argument("session", metavar="ID", help="session id, name or id prefix")
-
-    send = sub.add_parser(
-        "send", help="queue a message for a working agent: its next instruction after this turn"
+    send = session_command(
+        "send",
+        "queue a message for a working agent: its next instruction after this turn",
+        "Queue MESSAGE for an agent working on a turn: its next Stop hook takes it and the "
+        "agent carries on with it. A newer message replaces the queued one.",
+        "ptyvisor send agent 'Also run the linter, then stop.'",
     )
-    send.description = (
-        "Queue MESSAGE for an agent working on a turn: its next Stop hook takes it and "
-        "the agent carries on with it. A newer message replaces the queued one."
-    )
-    client_options(send)
-    send.add_argument("session", metavar="ID", help="session id, name or id prefix")
     send.add_argument("message", help="what the agent should do next (at most 4000 characters)")
 
-    unsend = sub.add_parser(
+    session_command(
         "unsend",
-        help="delete a session's queued message",
-        description="Delete the message queued with send, if it was not delivered yet.",
+        "delete a session's queued message",
+        "Delete the message queued with send, if it was not delivered yet.",
     )
-    client_options(unsend)
-    unsend.add_argument("session", metavar="ID", help="session id, name or id prefix")
 
     answer = sub.add_parser(
         "answer",
@@ -244,22 +250,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--text", action="append", default=[], metavar="Q=TEXT", help="free text for question Q"
     )
 
-    send_keys = sub.add_parser(
+    send_keys = session_command(
         "send-keys",
-        help="type keys and text into a session, as tmux's send-keys",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Send each KEY to the session's program: a key name (Enter, Esc, Tab, "
-        "BTab, BSpace, Space, Up, Down, Left, Right, Home, End, PgUp, PgDn, DC, IC, "
-        "F1-F12; C-x for Control, M-x for Meta) or text. Keys follow the program's modes "
-        "(application cursor keys); text with a line break goes as a bracketed paste "
-        "when the program asked for that.",
-        epilog="examples:\n"
-        "  ptyvisor send-keys build 'make test' Enter\n"
-        "  ptyvisor send-keys s1a2b C-c\n"
-        "  ptyvisor send-keys -l s1a2b 'Enter is a word here'\n",
+        "type keys and text into a session, as tmux's send-keys",
+        "Send each KEY to the session's program: a key name (Enter, Esc, Tab, BTab, "
+        "BSpace, Space, Up, Down, Left, Right, Home, End, PgUp, PgDn, DC, IC, F1-F12; C-x "
+        "for Control, M-x for Meta) or text. Keys follow the program's modes (application "
+        "cursor keys); text with a line break goes as a bracketed paste when the program "
+        "asked for that.",
+        "ptyvisor send-keys build 'make test' Enter",
+        "ptyvisor send-keys s1a2b C-c",
+        "ptyvisor send-keys -l s1a2b 'Enter is a word here'",
     )
-    client_options(send_keys)
-    send_keys.add_argument("session", metavar="ID", help="session id, name or id prefix")
     send_keys.add_argument("keys", nargs="+", metavar="KEY", help="key name or text")
     send_keys.add_argument(
         "-l", "--literal", action="store_true", help="send every KEY as text (default: off)"
@@ -271,19 +273,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="send text as a paste (bracketed when the program asked; default: off)",
     )
 
-    capture = sub.add_parser(
+    capture = session_command(
         "capture",
-        help="print a session's screen",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Print the session's screen as plain text (trailing blanks trimmed), "
-        "as the server's terminal shows it now.",
-        epilog="examples:\n"
-        "  ptyvisor capture build\n"
-        "  ptyvisor capture build --scrollback 100 --ansi | less -R\n"
-        "  ptyvisor capture build --json | jq .cursor\n",
+        "print a session's screen",
+        "Print the session's screen as plain text (trailing blanks trimmed), as the "
+        "server's terminal shows it now.",
+        "ptyvisor capture build",
+        "ptyvisor capture build --scrollback 100 --ansi | less -R",
+        "ptyvisor capture build --json | jq .cursor",
     )
-    client_options(capture)
-    capture.add_argument("session", metavar="ID", help="session id, name or id prefix")
     capture.add_argument("--ansi", action="store_true", help="with colours (default: plain)")
     lines = capture.add_mutually_exclusive_group()
     lines.add_argument(
@@ -298,21 +296,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="rows, scrollback, cursor, title, modes and size as JSON (default: off)",
     )
 
-    waiter = sub.add_parser(
+    waiter = session_command(
         "wait",
-        help="block until a session reaches a state (exit 0), or time out (exit 124)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Wait until every condition given holds at once: exit 0. Exit 124 "
-        "when --timeout passes, or sooner once the condition can no longer hold (the "
-        "program exited and its final screen or activity does not match), like "
-        "timeout(1). Without a condition: until the program exits.",
-        epilog="examples:\n"
-        "  ptyvisor wait agent --phase waiting --timeout 120\n"
-        "  ptyvisor wait build --text '^(PASS|FAIL)' --timeout 600\n"
-        "  ptyvisor wait build --exit; ptyvisor wait tail --quiet 2\n",
+        "block until a session reaches a state (exit 0), or time out (exit 124)",
+        "Wait until every condition given holds at once: exit 0. Exit 124 when --timeout "
+        "passes, or sooner once the condition can no longer hold (the program exited and "
+        "its final screen or activity does not match), like timeout(1). Without a "
+        "condition: until the program exits.",
+        "ptyvisor wait agent --phase waiting --timeout 120",
+        "ptyvisor wait build --text '^(PASS|FAIL)' --timeout 600",
+        "ptyvisor wait build --exit; ptyvisor wait tail --quiet 2",
     )
-    client_options(waiter)
-    waiter.add_argument("session", metavar="ID", help="session id, name or id prefix")
     waiter.add_argument(
         "--phase",
         nargs="+",
@@ -343,19 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="give up after S seconds, exit 124 (default: never)",
     )
 
-    events = sub.add_parser(
+    events = session_command(
         "events",
-        help="print a session's activity timeline and process changes",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Print the session's recorded activity transitions (time, phase, "
-        "reason) and how its program ended; with --follow, then every change as it "
-        "happens until the program exits.",
-        epilog="examples:\n"
-        "  ptyvisor events agent\n"
-        "  ptyvisor events agent --follow --json | jq -c 'select(.type == \"activity\")'\n",
+        "print a session's activity timeline and process changes",
+        "Print the session's recorded activity transitions (time, phase, reason) and how "
+        "its program ended; with --follow, then every change as it happens until the "
+        "program exits.",
+        "ptyvisor events agent",
+        "ptyvisor events agent --follow --json | jq -c 'select(.type == \"activity\")'",
     )
-    client_options(events)
-    events.add_argument("session", metavar="ID", help="session id, name or id prefix")
     events.add_argument(
         "--follow", "-f", action="store_true", help="keep printing changes (default: off)"
     )
@@ -363,15 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="one JSON object per line, NDJSON (default: text)"
     )
 
-    rename = sub.add_parser(
+    rename = session_command(
         "rename",
-        help="give a session another name",
-        description="Rename a session (kept across server restarts and in the records); "
-        "a name is a session reference for every other command.",
-        epilog="example: ptyvisor rename s1a2b3c4d review-bot",
+        "give a session another name",
+        "Rename a session (kept across server restarts and in the records); a name is a "
+        "session reference for every other command.",
+        "ptyvisor rename s1a2b3c4d review-bot",
     )
-    client_options(rename)
-    rename.add_argument("session", metavar="ID", help="session id, name or id prefix")
     rename.add_argument("name", metavar="NAME", help="the new name (1 to 128 characters)")
 
     completer = sub.add_parser(

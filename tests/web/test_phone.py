@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from ..conftest import ECHO_READS
 from .conftest import (
     PYTHON,
     SCREENSHOTS,
@@ -19,21 +20,6 @@ from .conftest import (
     tab_in_context,
     wait_for_terminal,
 )
-
-# Raw mode; application cursor keys from the first "a" on; every read printed.
-ECHO_KEYS = r"""
-import os, sys, tty
-tty.setraw(0)
-sys.stdout.write("READY\r\n")
-sys.stdout.flush()
-while True:
-    data = os.read(0, 64)
-    if data == b"a":
-        sys.stdout.write("\x1b[?1happ-cursor\r\n")
-    else:
-        sys.stdout.write("got " + repr(data) + "\r\n")
-    sys.stdout.flush()
-"""
 
 
 def phone(chromium: Browser, width: int, scale: float = 3) -> Page:
@@ -92,7 +78,7 @@ def test_key_bar_sends_what_a_phone_keyboard_lacks(
     server: Server, chromium: Browser, tmp_path: Path, scale: float
 ) -> None:
     script = tmp_path / "echo_keys.py"
-    script.write_text(ECHO_KEYS)
+    script.write_text(ECHO_READS)
     spawn(server, "keys", [PYTHON, str(script)])
     tab = phone(chromium, 390, scale)
     login(tab, server)
@@ -113,8 +99,8 @@ def test_key_bar_sends_what_a_phone_keyboard_lacks(
         wait_for_terminal(tab, "^" + re.escape(expected) + "$")
     # Once the program asks for application cursor keys, the arrows follow.
     tab.locator(".xterm-helper-textarea").focus()
-    tab.keyboard.type("a")
-    wait_for_terminal(tab, "^app-cursor$")
+    tab.keyboard.type("modes")
+    wait_for_terminal(tab, "^modes-on$")
     bar.get_by_role("button", name="Down arrow").tap()
     wait_for_terminal(tab, "^" + re.escape(r"got b'\x1bOB'") + "$")
     tab.screenshot(path=str(SCREENSHOTS / f"phone-keys-{scale}x.png"))
