@@ -77,6 +77,21 @@ def test_bad_options_are_refused_at_start_in_one_line(
     assert len(lines) == 1 and says in lines[0], result.stderr
 
 
+def test_an_unresolvable_host_and_an_unusable_state_directory_are_one_line(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    unknown = serve_refused(["--port", "0", "--host", "no-such-host.invalid"], env)
+    assert unknown.returncode == 1
+    assert "cannot listen on no-such-host.invalid:0" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    a_file = tmp_path / "file"
+    a_file.write_text("not a directory")
+    unusable = serve_refused(["--port", "0", "--state-dir", str(a_file / "state")], env)
+    assert unusable.returncode != 0
+    lines = unusable.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot use the state directory" in lines[0], unusable.stderr
+
+
 def test_a_port_in_use_is_one_line(env: dict[str, str]) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
