@@ -38,7 +38,9 @@ async def test_less_snapshot_reproduces_screen(client: Client, tmp_path: Path) -
     session = await client.spawn(
         ["less", "file.txt"], cwd=str(tmp_path), cols=100, rows=30, env={"LESS": ""}
     )
-    snapshot = await screen_showing(client, session.id, lines[0])
+    # The last row less draws, whole: the rows above it are drawn by then (less draws
+    # top down; waiting for the first row alone saw row 26 half drawn under load).
+    snapshot = await screen_showing(client, session.id, lines[27])
     shown = redraw(snapshot).display
     for row in range(28):
         assert shown[row].rstrip() == lines[row].rstrip()
