@@ -4,6 +4,7 @@ in handling one connection ends that connection only. Real server, real connecti
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import resource
@@ -11,6 +12,7 @@ import sys
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -123,6 +125,8 @@ JSON_VALUES = st.recursive(
 FIELDS = [
     "req_id", "session", "since", "data", "cols", "rows", "signal", "interaction",
     "behavior", "message", "suggestion", "answers", "answers_queries", "argv", "env",
+    "keys", "literal", "paste", "scrollback", "ansi", "name", "view_only", "claim",
+    "all", "rerun",
 ]  # fmt: skip
 # Never ``spawn``: a fuzzer must not run arbitrary commands (see the spawn fuzzer).
 TYPES = [*sorted(CLIENT_MESSAGE_TYPES - {"spawn"}), "hello", "", "x" * 300]
@@ -310,4 +314,45 @@ async def test_a_bug_in_one_connection_ends_only_that_connection(
     ws2 = await open_raw(server)
     async with ws2:
         assert isinstance(await reply_to(ws2, json.dumps({"type": "list"})), Sessions)
+    await assert_echoes(server, bystander)
+
+
+async def test_fuzzed_http_api_requests_get_answers(server: RunningServer, bystander: str) -> None:
+    """The read-only HTTP API (httpapi.py): any path under it, any query, with and
+    without the token, gets a well-formed answer, and the bystander still echoes."""
+    cases: list[tuple[str, bool]] = []
+    segment = st.text(
+        alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="/?#%"),
+        max_size=20,
+    )
+
+    @settings(max_examples=150, suppress_health_check=list(HealthCheck), deadline=None)
+    @given(
+        st.sampled_from(["/api/sessions", "/metrics"]),
+        st.lists(segment | st.just(bystander) | st.just("screen"), max_size=3),
+        st.sampled_from(["", "?format=json", "?format=", "?token=x", "?format=json&format=a"]),
+        st.booleans(),
+    )
+    def collect(base: str, parts: list[str], query: str, authorised: bool) -> None:
+        cases.append(("/".join([base, *parts]) + query, authorised))
+
+    collect()
+    address = urlsplit(server.url).netloc
+
+    def fetch(path: str, authorised: bool) -> int:
+        conn = http.client.HTTPConnection(address, timeout=10)
+        try:
+            headers = {"Authorization": f"Bearer {TOKEN}"} if authorised else {}
+            conn.request("GET", path, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        finally:
+            conn.close()
+
+    for path, authorised in cases:
+        status = await anyio.to_thread.run_sync(fetch, path, authorised)
+        assert status in (200, 400, 401, 403, 404, 409), (path, status)
+        if not authorised:  # nothing without the token (404: a path no one serves)
+            assert status in (401, 404), (path, status)
     await assert_echoes(server, bystander)
