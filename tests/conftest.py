@@ -86,6 +86,16 @@ def serve_refused(args: Sequence[str], env: Mapping[str, str]) -> subprocess.Com
     )
 
 
+def succeeds(call: Callable[[], object]) -> bool:
+    """Whether ``call()`` returns without raising: for `wait_for` on something that
+    fails until it works (a server coming back)."""
+    try:
+        call()
+    except Exception:
+        return False
+    return True
+
+
 def wait_for(check: Callable[[], T | None], what: str, *, timeout: float = 15) -> T:
     """Poll a cheap synchronous check (files, processes, CLI output) until it gives
     something truthy; fail after ``timeout`` seconds."""

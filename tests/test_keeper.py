@@ -28,6 +28,7 @@ from .conftest import (
     poll,
     serve_refused,
     start_serve,
+    succeeds,
     wait_for,
 )
 from .test_cli import DETACH, Term
@@ -447,7 +448,7 @@ def test_an_exited_session_stays_listed_across_a_restart_and_a_crash(serve: Serv
     assert restarted.returncode == 0
     serve.run(still_there)
     os.kill(serve.server_pid(), signal.SIGKILL)
-    wait_for(lambda: _succeeds(lambda: serve.run(still_there)), "the session after a crash")
+    wait_for(lambda: succeeds(lambda: serve.run(still_there)), "the session after a crash")
 
 
 def test_a_new_name_survives_a_restart_and_a_crash(serve: Serve) -> None:
@@ -470,13 +471,5 @@ def test_a_new_name_survives_a_restart_and_a_crash(serve: Serve) -> None:
     assert restarted.returncode == 0
     assert serve.run(name) == "new-name"
     os.kill(serve.server_pid(), signal.SIGKILL)
-    wait_for(lambda: _succeeds(lambda: serve.run(name)), "the server after a crash")
+    wait_for(lambda: succeeds(lambda: serve.run(name)), "the server after a crash")
     assert serve.run(name) == "new-name"
-
-
-def _succeeds(call: Callable[[], object]) -> bool:
-    try:
-        call()
-    except Exception:
-        return False
-    return True

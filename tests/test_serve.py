@@ -11,7 +11,7 @@ import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect
 from ptyvisor.client import Client
 from ptyvisor.protocol import SERVER_MESSAGE, Hello
 
-from .conftest import TOKEN, RunningServer, serve_refused, start_serve, wait_for
+from .conftest import TOKEN, RunningServer, serve_refused, start_serve, succeeds, wait_for
 
 
 @pytest.fixture
@@ -265,16 +265,8 @@ def test_running_out_of_descriptors_sheds_instead_of_dying(
             async with Client.connect(url, TOKEN) as client:
                 await client.list()
 
-        wait_for(lambda: _succeeds(lambda: anyio.run(lists)), "serving again", timeout=30)
+        wait_for(lambda: succeeds(lambda: anyio.run(lists)), "serving again", timeout=30)
         log = stderr.read_text()
     assert "Traceback" not in log, log[-3000:]
     episodes = log.count("out of file descriptors")
     assert 1 <= episodes <= 6, log[-3000:]
-
-
-def _succeeds(call: Callable[[], object]) -> bool:
-    try:
-        call()
-    except Exception:
-        return False
-    return True
