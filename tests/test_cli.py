@@ -1040,6 +1040,16 @@ def test_run_in_a_terminal_of_no_size_starts_at_80x24(setup: Setup) -> None:
     assert b"size:24 80:end" in term.output, term.output
 
 
+def test_run_shows_all_of_a_quick_commands_output(setup: Setup) -> None:
+    """`run` replays from the first byte: a command that ends before the attach still
+    leaves all its lines in the shell's scrollback, not just its last screen."""
+    term = setup.term("run", "--", "seq", "1", "300")
+    assert term.wait() == 0
+    lines = term.output.replace(b"\r", b"").split(b"\n")
+    assert [n for n in range(1, 301) if str(n).encode() not in lines] == [], term.output
+    assert b"\x1bc" not in term.output  # the shell's screen is not wiped
+
+
 def test_every_command_and_option_explains_itself() -> None:
     """Each subcommand has a description and a help line; each option a help line,
     which names its default when it has one."""

@@ -527,7 +527,9 @@ async def _client_command(options: argparse.Namespace) -> int:
                 if not sys.stdin.isatty():
                     print(session.id)
                     return 0
-                attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
+                attachment = TerminalAttachment(
+                    client, session.id, parse_key(options.detach_key), from_start=True
+                )
                 code = await attachment.run()
                 return _finish(code, session.id, attachment, ran=True)
             case "kill":
@@ -591,7 +593,9 @@ async def _client_command(options: argparse.Namespace) -> int:
                 if options.detach:
                     print(session.id)
                     return 0
-                attachment = TerminalAttachment(client, session.id, parse_key(options.detach_key))
+                attachment = TerminalAttachment(
+                    client, session.id, parse_key(options.detach_key), from_start=True
+                )
                 code = await attachment.run()
                 return _finish(code, session.id, attachment, ran=True)
     return 2

@@ -66,9 +66,20 @@ def parse_key(spec: str) -> bytes:
 
 class TerminalAttachment:
     def __init__(
-        self, client: Client, session_id: str, detach_key: bytes, *, view_only: bool = False
+        self,
+        client: Client,
+        session_id: str,
+        detach_key: bytes,
+        *,
+        view_only: bool = False,
+        from_start: bool = False,
     ) -> None:
+        """``from_start``: replay the session's output from its first byte rather than
+        draw its screen, as ``run`` does: a quick command's output then lands in the
+        shell's scrollback whole, as if run directly (a snapshot when the log has
+        already dropped the start)."""
         self._client = client
+        self._from_start = from_start
         self._session_id = session_id
         self._detach_key = detach_key
         self._view_only = view_only
@@ -114,6 +125,7 @@ class TerminalAttachment:
             # take it back with our first key otherwise (see sizing.py).
             attached = await self._client.attach(
                 self._session_id,
+                since=0 if self._from_start else None,
                 answers_queries=True,
                 size=None if self._view_only else self._terminal_size(),
                 view_only=self._view_only,
