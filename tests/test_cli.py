@@ -26,12 +26,12 @@ from urllib.parse import urlsplit
 
 import anyio
 import ptyprocess
-import pyte
 import pytest
 
 from ptyvisor.client import Client
 from ptyvisor.commands import build_parser
 from ptyvisor.protocol import Captured, SessionSummary
+from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.tty_attach import parse_key
 
 from .conftest import ECHO_READS, start_serve, wait_for
@@ -219,6 +219,7 @@ class Term:
     def __init__(self, argv: list[str], env: dict[str, str], rows: int, cols: int) -> None:
         self.proc = ptyprocess.PtyProcess.spawn(argv, env=env, dimensions=(rows, cols))
         self.size = (rows, cols)
+        self.alt_screen = "--no-alt-screen" not in argv
         self.output = b""
         self.eof = False
 
@@ -257,14 +258,19 @@ class Term:
 
     def attached(self) -> None:
         """Wait for the first screen: from then on the terminal is raw and input is read."""
-        self.expect(b"\x1bc")
+        self.expect(b"\x1b[!p" if self.alt_screen else b"\x1bc")
 
-    def screen(self) -> str:
-        """What a terminal of this size shows after all the output so far."""
+    def terminal(self, shell_screen: bytes = b"") -> HeadlessTerminal:
+        """A terminal of this size (alternate screen and all) after the output so far,
+        its screen holding ``shell_screen`` before the command started."""
         rows, cols = self.size
-        screen = pyte.Screen(cols, rows)
-        pyte.ByteStream(screen).feed(self.output)
-        return "\n".join(line.rstrip() for line in screen.display)
+        terminal = HeadlessTerminal(cols, rows)
+        terminal.feed(shell_screen + self.output)
+        return terminal
+
+    def screen(self, shell_screen: bytes = b"") -> str:
+        """What a terminal of this size shows after all the output so far."""
+        return "\n".join(line.rstrip() for line in self.terminal(shell_screen).display)
 
     def write(self, data: bytes) -> None:
         os.write(self.proc.fd, data)
@@ -1040,10 +1046,11 @@ def test_run_in_a_terminal_of_no_size_starts_at_80x24(setup: Setup) -> None:
     assert b"size:24 80:end" in term.output, term.output
 
 
-def test_run_shows_all_of_a_quick_commands_output(setup: Setup) -> None:
-    """`run` replays from the first byte: a command that ends before the attach still
-    leaves all its lines in the shell's scrollback, not just its last screen."""
-    term = setup.term("run", "--", "seq", "1", "300")
+def test_run_in_place_shows_all_of_a_quick_commands_output(setup: Setup) -> None:
+    """`run --no-alt-screen` replays from the first byte: a command that ends before
+    the attach still leaves all its lines in the shell's scrollback, not just its last
+    screen."""
+    term = setup.term("run", "--no-alt-screen", "--", "seq", "1", "300")
     assert term.wait() == 0
     lines = term.output.replace(b"\r", b"").split(b"\n")
     assert [n for n in range(1, 301) if str(n).encode() not in lines] == [], term.output
@@ -1094,6 +1101,81 @@ def test_completion_scripts_complete_commands_options_and_choices(tmp_path: Path
     zsh = run_cli("completion", "zsh", env=env)
     assert zsh.returncode == 0 and "bashcompinit" in zsh.stdout
     assert script.stdout in zsh.stdout
+
+
+SHELL_SCREEN = b"$ shell-history-line\r\n$ ptyvisor attach\r\n"
+"""What the user's terminal showed before the command: it must come back on detach."""
+SWITCHING = (
+    "echo main-one; read a; printf '\\033[?1049h\\033[Hin-alt\\n'; read b; "
+    "printf '\\033[?1049l'; echo main-two; printf '\\033c'; echo after-reset; "
+    "printf '\\033[3J'; read c; echo last-words"
+)
+
+
+def test_attach_draws_on_the_alternate_screen_and_gives_the_shell_screen_back(
+    setup: Setup,
+) -> None:
+    """As with tmux: the program shows on the terminal's alternate screen, its own
+    screen switches, full reset and erase-scrollback do not break out of it, and
+    detaching brings the shell's screen back; when the program ends, its last screen
+    is printed into the shell."""
+    session = setup.spawn(["sh", "-c", SWITCHING])
+    term = setup.term("attach", session)
+    term.attached()
+    term.expect(b"main-one")
+
+    def shows(*texts: str) -> Callable[[], bool]:
+        def check() -> bool:
+            term._read(time.monotonic() + 0.1)
+            terminal = term.terminal(SHELL_SCREEN)
+            screen = "\n".join(terminal.display)
+            return terminal.modes.alternate_screen and all(t in screen for t in texts)
+
+        return check
+
+    assert "shell-history-line" not in term.screen(SHELL_SCREEN)
+    term.write(b"x\r")  # the program enters its alternate screen
+    wait_for(shows("in-alt"), "the program's alternate screen")
+    assert "main-one" not in term.screen(SHELL_SCREEN)
+    term.write(b"y\r")  # it leaves it, resets the terminal, erases the scrollback
+    wait_for(shows("after-reset"), "the program's main screen, drawn again")
+    assert b"\x1bc" not in term.output and b"\x1b[3J" not in term.output
+    assert b"\x1b[?1049l" not in term.output  # ours stays on: it is the only one
+    term.write(DETACH)
+    assert term.wait() == 0
+    back = term.terminal(SHELL_SCREEN)
+    assert not back.modes.alternate_screen
+    assert back.display[0].rstrip() == "$ shell-history-line"
+    assert "in-alt" not in term.screen(SHELL_SCREEN)
+    assert "after-reset" not in term.screen(SHELL_SCREEN)
+    assert "[detached from" in term.screen(SHELL_SCREEN)
+
+    again = setup.term("attach", session)
+    again.attached()
+    again.expect(b"after-reset")
+    again.write(b"z\r")  # the program ends: its last screen stays in the shell
+    assert again.wait() == 0
+    lines = again.screen(SHELL_SCREEN).splitlines()
+    assert lines[:2] == ["$ shell-history-line", "$ ptyvisor attach"]
+    assert lines[2:5] == ["after-reset", "z", "last-words"], lines  # z: the echo
+    assert lines[5] == "[exited 0]"
+
+
+def test_attach_can_draw_in_place(setup: Setup) -> None:
+    """--no-alt-screen: the program's own switches reach the terminal as they are."""
+    session = setup.spawn(["sh", "-c", SWITCHING])
+    term = setup.term("attach", "--no-alt-screen", session)
+    term.attached()
+    term.write(b"x\r")
+    term.expect(b"in-alt")
+    assert term.terminal().modes.alternate_screen
+    term.write(b"y\r")
+    term.expect(b"after-reset")
+    assert not term.terminal().modes.alternate_screen
+    term.write(DETACH)
+    assert term.wait() == 0
+    assert not term.terminal().modes.alternate_screen
+    assert b"\x1b[?1049h\x1b[H\x1b[2J" not in term.output  # never entered one of its own
 
 
 def test_the_detach_key_twice_reaches_the_program(setup: Setup) -> None:

@@ -351,12 +351,13 @@ def test_attach_rides_out_a_crash_and_a_restart_and_keeps_what_was_typed(serve: 
         assert restarted.returncode == 0, restarted.stderr
         term.write(b"after-restart\r")
         term.expect(b"got:after-restart", start=offset, timeout=20)
+        # Redrawn after the long absence, resumed exactly after the short ones: the
+        # screen shows every line once.
+        for line in ("got:first", "got:while-away", "got:after-restart"):
+            assert term.screen().count(line) == 1, term.screen()
         term.write(DETACH)
         assert term.wait() == 0
         assert f"[detached from {session}; `ptyvisor attach {session}`".encode() in term.output
-        # Redrawn after the long absence, resumed exactly after the short ones: the
-        # screen shows every line once.
-        assert term.screen().count("got:first") == 1, term.screen()
     finally:
         term.kill()
 

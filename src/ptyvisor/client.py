@@ -375,8 +375,10 @@ class Client:
     async def close(self, session_id: str) -> None:
         await self.request({"type": "close", "session": session_id})
 
-    async def snapshot(self, session_id: str) -> Snapshot:
-        reply = await self.request({"type": "snapshot", "session": session_id})
+    async def snapshot(self, session_id: str, *, scrollback: bool = True) -> Snapshot:
+        reply = await self.request(
+            {"type": "snapshot", "session": session_id, "scrollback": scrollback}
+        )
         assert isinstance(reply, SnapshotMessage)
         return reply.snapshot
 

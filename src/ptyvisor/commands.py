@@ -82,6 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
                 "~/.local/share/ptyvisor)",
             )
 
+    def terminal_options(p: argparse.ArgumentParser) -> None:
+        """Options of the commands that attach this terminal."""
+        p.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+        p.add_argument(
+            "--no-alt-screen",
+            dest="alt_screen",
+            action="store_false",
+            help="draw in place rather than on the alternate screen, so the output also "
+            "goes into this terminal's scrollback (default: the alternate screen, and "
+            "the shell's screen back on detach)",
+        )
+
     def session_command(
         name: str, summary: str, description: str, *examples: str
     ) -> argparse.ArgumentParser:
@@ -118,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="start this agent with ptyvisor's extension; arguments after -- go to the agent",
     )
-    run.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+    terminal_options(run)
     run.add_argument(
         "-d",
         "--detach",
@@ -137,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "running (pressed twice, the program gets it). Rides out server restarts.",
         "ptyvisor attach build",
     )
-    attach.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+    terminal_options(attach)
     attach.add_argument(
         "--view-only",
         action="store_true",
@@ -171,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument(
         "--rerun", action="store_true", help="start a plain command again (no conversation)"
     )
-    resume.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+    terminal_options(resume)
 
     restart = sub.add_parser(
         "restart",
@@ -376,10 +388,30 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write an authenticated activity frame to this session's terminal "
         "(see ptyvisor emit --help for its own options).",
     )
-    sub.add_parser(
+    schema = sub.add_parser(
         "schema",
-        help="print the JSON Schema of every wire message",
-        description="Print the JSON Schema of every message of the WebSocket protocol.",
+        help="print the JSON Schema (or TypeScript types) of every wire message",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the JSON Schema of every message of the WebSocket protocol.\n"
+        "With --typescript, a TypeScript declaration file (.d.ts) generated from it instead:\n"
+        "an interface per message, and the ClientMessage and ServerMessage unions.\n\n"
+        "examples:\n"
+        "  ptyvisor schema > ptyvisor.schema.json\n"
+        "  ptyvisor schema --typescript -o web/src/ptyvisor.d.ts",
+    )
+    schema.add_argument(
+        "--typescript",
+        action="store_true",
+        help="print TypeScript declarations (.d.ts) generated from the JSON Schema "
+        "(default: the JSON Schema)",
+    )
+    schema.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write to FILE instead (default: standard output)",
     )
     return parser
 
@@ -398,7 +430,20 @@ def run_command(args: list[str]) -> int:
         )
         return 0
     if command == "schema":
-        print(json.dumps(wire_schema(), indent=2))
+        if options.typescript:
+            from ptyvisor.typescript import wire_typescript
+
+            text = wire_typescript()
+        else:
+            text = json.dumps(wire_schema(), indent=2) + "\n"
+        if options.output is None:
+            print(text, end="")
+            return 0
+        try:
+            options.output.write_text(text, encoding="utf-8")
+        except OSError as unwritable:
+            print(f"ptyvisor schema: cannot write {options.output}: {unwritable}", file=sys.stderr)
+            return 1
         return 0
     if command == "restart":
         return restart(options)
@@ -527,11 +572,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                 if not sys.stdin.isatty():
                     print(session.id)
                     return 0
-                attachment = TerminalAttachment(
-                    client, session.id, parse_key(options.detach_key), from_start=True
-                )
-                code = await attachment.run()
-                return _finish(code, session.id, attachment, ran=True)
+                return await _attach_terminal(client, session.id, options, ran=True)
             case "kill":
                 await client.kill(options.session)
                 return 0
@@ -574,12 +615,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                 )
                 return 0
             case "attach":
-                key = parse_key(options.detach_key)
-                attachment = TerminalAttachment(
-                    client, options.session, key, view_only=options.view_only
-                )
-                code = await attachment.run()
-                return _finish(code, options.session, attachment)
+                return await _attach_terminal(client, options.session, options)
             case "run":
                 argv = options.argv[1:] if options.argv[:1] == ["--"] else options.argv
                 if not argv and options.agent is None:
@@ -593,12 +629,25 @@ async def _client_command(options: argparse.Namespace) -> int:
                 if options.detach:
                     print(session.id)
                     return 0
-                attachment = TerminalAttachment(
-                    client, session.id, parse_key(options.detach_key), from_start=True
-                )
-                code = await attachment.run()
-                return _finish(code, session.id, attachment, ran=True)
+                return await _attach_terminal(client, session.id, options, ran=True)
     return 2
+
+
+async def _attach_terminal(
+    client: Client, session_id: str, options: argparse.Namespace, *, ran: bool = False
+) -> int:
+    """``ran``: we started it (`run`, `resume`), so its output is replayed from the start
+    when drawn in place, and an early exit is no news of an old one."""
+    attachment = TerminalAttachment(
+        client,
+        session_id,
+        parse_key(options.detach_key),
+        view_only=getattr(options, "view_only", False),
+        alt_screen=options.alt_screen,
+        from_start=ran,
+    )
+    code = await attachment.run()
+    return _finish(code, session_id, attachment, ran=ran)
 
 
 async def _answer(client: Client, options: argparse.Namespace) -> int:

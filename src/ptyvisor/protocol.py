@@ -329,6 +329,9 @@ class Close(_Request):
 class RequestSnapshot(_Request):
     type: Literal["snapshot"]
     session: SessionId
+    scrollback: bool = Field(
+        default=True, description="Also draw the scrollback above the screen (as attach)"
+    )
 
 
 class GetStats(_Request):

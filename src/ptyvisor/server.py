@@ -332,7 +332,9 @@ class Connection:
                 await supervisor.close(request.session)
                 self._ok(request.req_id)
             case RequestSnapshot():
-                snapshot = await supervisor.get(request.session).snapshot()
+                snapshot = await supervisor.get(request.session).snapshot(
+                    scrollback=request.scrollback
+                )
                 self._reply(
                     SnapshotMessage(req_id=request.req_id, reason="requested", snapshot=snapshot)
                 )

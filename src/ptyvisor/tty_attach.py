@@ -10,12 +10,19 @@ kept (a few KiB) and sent once back; more is refused with a bell and a note (key
 typed in the very instant the connection breaks may be lost with it: nothing
 acknowledges input). A session that is gone when the server is back ends the
 attachment (`SessionGone`).
+
+It draws on the terminal's alternate screen and leaves it at the end, so the user's
+shell screen comes back as it was, as with tmux (altscreen.py keeps the program from
+switching out of it); when the program has exited, its last screen is then printed
+into the shell. ``alt_screen=False`` draws in place instead, so the program's output
+also lands in the terminal's own scrollback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import signal
 import sys
@@ -25,6 +32,7 @@ import tty
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
+from ptyvisor.altscreen import AltScreenGuard
 from ptyvisor.client import Client, ConnectionLost, Disconnected, Output, ServerError
 from ptyvisor.protocol import (
     Attached,
@@ -45,9 +53,12 @@ STATUS_AFTER_SECONDS = 1.0
 """A server away longer than this (more than a restart takes) gets a note on screen."""
 RESET_MODES = (
     b"\x1b[0m\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?1005l"
-    b"\x1b[?2004l\x1b[?1004l\x1b[?1l\x1b>\x1b[?25h\x1b[?1049l"
+    b"\x1b[?2004l\x1b[?1004l\x1b[?1l\x1b>\x1b[?25h"
 )
 """Undo whatever the program left switched on, so the shell gets a sane terminal back."""
+ENTER_ALT_SCREEN = b"\x1b[?1049h\x1b[H\x1b[2J"
+LEAVE_ALT_SCREEN = b"\x1b[?1049l"
+"""Also restores the cursor saved on entering: where the shell's prompt left it."""
 
 
 def parse_key(spec: str) -> bytes:
@@ -72,14 +83,18 @@ class TerminalAttachment:
         detach_key: bytes,
         *,
         view_only: bool = False,
+        alt_screen: bool = True,
         from_start: bool = False,
     ) -> None:
-        """``from_start``: replay the session's output from its first byte rather than
-        draw its screen, as ``run`` does: a quick command's output then lands in the
-        shell's scrollback whole, as if run directly (a snapshot when the log has
+        """``from_start`` (without ``alt_screen``): replay the session's output from its
+        first byte rather than draw its screen, so a quick command's output lands in
+        the shell's scrollback whole, as if run directly (a snapshot when the log has
         already dropped the start)."""
         self._client = client
-        self._from_start = from_start
+        self._alt = AltScreenGuard() if alt_screen else None
+        self._from_start = from_start and not alt_screen
+        self._skip_until = 0
+        """Output before this seq is already on screen, drawn from a snapshot."""
         self._session_id = session_id
         self._detach_key = detach_key
         self._view_only = view_only
@@ -114,12 +129,37 @@ class TerminalAttachment:
             view = view[written:]
 
     def _draw(self, snapshot: Snapshot) -> None:
-        self._write(b"\x1bc" + snapshot.screen.ansi.encode())
+        ansi = snapshot.screen.ansi.encode()
+        if self._alt is None:
+            self._write(b"\x1bc" + ansi)
+            return
+        self._alt.reset()
+        self._skip_until = snapshot.seq
+        self._write(RESET_MODES + self._alt.redraw(ansi))
+
+    def _output(self, seq: int, data: bytes) -> bool:
+        """Write the output at ``seq`` (less what a snapshot drew already); True when
+        the program switched screens in it, so the screen must be redrawn."""
+        if seq < self._skip_until:
+            data, seq = data[self._skip_until - seq :], self._skip_until
+        data = shown(seq, data, self._live_seq)
+        switch = None
+        if self._alt is not None:
+            data, switch = self._alt.feed(data)
+        self._write(data)
+        return switch is not None
+
+    async def _redraw(self) -> None:
+        """The program switched screens: draw the one it shows now, from the server."""
+        with contextlib.suppress(ServerError, Disconnected):
+            self._draw(await self._client.snapshot(self._session_id, scrollback=False))
 
     async def run(self) -> int | None:
         """Returns the program's exit code, or None when detached with the key."""
         saved = termios.tcgetattr(self._in)
         tty.setraw(self._in)
+        if self._alt is not None:
+            self._write(ENTER_ALT_SCREEN)
         try:
             # Our size goes with the attach: we get it if nobody else holds it, and
             # take it back with our first key otherwise (see sizing.py).
@@ -127,6 +167,7 @@ class TerminalAttachment:
                 self._session_id,
                 since=0 if self._from_start else None,
                 answers_queries=True,
+                scrollback=self._alt is None,
                 size=None if self._view_only else self._terminal_size(),
                 view_only=self._view_only,
             )
@@ -144,8 +185,20 @@ class TerminalAttachment:
                 tg.cancel_scope.cancel()
         finally:
             termios.tcsetattr(self._in, termios.TCSADRAIN, saved)
-            self._write(RESET_MODES + b"\r\n")
+            self._write(RESET_MODES + (LEAVE_ALT_SCREEN if self._alt else b"\r\n"))
+        if self._alt is not None and self.ended is not None:
+            await self._print_last_screen()
         return self.exit_code
+
+    async def _print_last_screen(self) -> None:
+        """The program has ended: its last screen goes into the shell, where running it
+        directly would have left it (trailing blank rows dropped)."""
+        with contextlib.suppress(ServerError, Disconnected):
+            captured = await self._client.capture(self._session_id, ansi=True)
+            rows = list(captured.rows)
+            while rows and not _visible(rows[-1]):
+                rows.pop()
+            self._write(b"".join(row.encode() + b"\x1b[0m\r\n" for row in rows))
 
     async def _follow_exit(self, attached: Attached) -> None:
         """If the program had already exited, no process_changed may follow: take its
@@ -259,8 +312,9 @@ class TerminalAttachment:
         async for event in self._client.events():
             match event:
                 case Output():
-                    self._write(shown(event.seq, event.data, self._live_seq))
-                    if self._shown(event.seq + len(event.data)):
+                    if self._output(event.seq, event.data):
+                        await self._redraw()
+                    if self._shown(max(event.seq + len(event.data), self._skip_until)):
                         return
                 case SnapshotMessage(reason="lagging"):
                     self._draw(event.snapshot)
@@ -329,6 +383,11 @@ class TerminalAttachment:
 class SessionGone(Exception):
     """The server is back, but the session is not (closed meanwhile, or the server was
     stopped and its programs with it)."""
+
+
+def _visible(row: str) -> bool:
+    """Whether a captured row (with its SGR codes) shows anything."""
+    return bool(re.sub(r"\x1b\[[0-9;:]*m", "", row).strip())
 
 
 def _readable(fd: int) -> bool:
