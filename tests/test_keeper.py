@@ -5,6 +5,7 @@ directory has one server. Real ``ptyvisor serve`` processes, real programs."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -19,12 +20,14 @@ import pytest
 
 from ptyvisor.client import Client, Output
 from ptyvisor.protocol import ActivityChanged, Snapshot
+from ptyvisor.terminal import HeadlessTerminal
 
 from .conftest import (
     PTYVISOR_BIN,
     TOKEN,
     alive,
     child_env,
+    output_until,
     poll,
     serve_refused,
     start_serve,
@@ -474,3 +477,54 @@ def test_a_new_name_survives_a_restart_and_a_crash(serve: Serve) -> None:
     os.kill(serve.server_pid(), signal.SIGKILL)
     wait_for(lambda: succeeds(lambda: serve.run(name)), "the server after a crash")
     assert serve.run(name) == "new-name"
+
+
+def test_a_recording_goes_on_after_a_crash_in_a_new_file(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The adopting server records on: the file so far becomes part 1, and the new
+    one starts with the screen as it is, so each plays on its own."""
+    recordings = tmp_path / "rec"
+    running = Serve(tmp_path, env, "--record", str(recordings))
+    try:
+
+        async def before(client: Client) -> str:
+            session = await client.spawn(["sh", "-c", ECHO_LINES], cols=40, rows=8)
+            await client.attach(session.id)
+            await client.send_input(b"first\r")
+            await output_until(client, b"got:first")
+            return session.id
+
+        session = running.run(before)
+        os.kill(running.server_pid(), signal.SIGKILL)
+
+        async def after(client: Client) -> list[str]:
+            await client.attach(session)
+            await client.send_input(b"second\r")
+            await output_until(client, b"got:second")
+            rows = (await client.capture(session)).rows
+            await client.close(session)
+            return rows
+
+        rows = wait_for(lambda: _quietly(running, after), "the adopting server")
+    finally:
+        running.stop()
+    first, second = recordings / f"{session}.1.cast", recordings / f"{session}.cast"
+
+    def output_of_cast(path: Path) -> str:
+        _header, *events = path.read_text().splitlines()
+        return "".join(e[2] for e in map(json.loads, events) if e[1] == "o")
+
+    assert "got:first" in output_of_cast(first) and "got:second" not in output_of_cast(first)
+    terminal = HeadlessTerminal(40, 8)
+    terminal.feed(output_of_cast(second).encode())
+    assert [row.rstrip() for row in terminal.display] == rows
+    assert "got:first" in "\n".join(rows) and "got:second" in "\n".join(rows)
+
+
+def _quietly(serve: Serve, call: Callable[[Client], Awaitable[T]]) -> T | None:
+    """``serve.run(call)``, or None while the server is not back."""
+    try:
+        return serve.run(call)
+    except OSError:
+        return None

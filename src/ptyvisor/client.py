@@ -36,6 +36,7 @@ from ptyvisor.protocol import (
     Attached,
     Captured,
     Error,
+    Exported,
     Hello,
     ServerMessage,
     Sessions,
@@ -259,6 +260,7 @@ class Client:
         cols: int = 80,
         rows: int = 24,
         agent: str | None = None,
+        record: bool = False,
     ) -> SessionSummary:
         """Start a program. Arguments and a directory that are not valid UTF-8 (as
         ``os.fsdecode`` names them) are sent as their exact bytes."""
@@ -269,6 +271,7 @@ class Client:
             "name": name,
             "cols": cols,
             "rows": rows,
+            "record": record,
         }
         if all(map(is_text, argv)):
             message["argv"] = list(argv)
@@ -362,6 +365,12 @@ class Client:
         )
         assert isinstance(reply, Captured)
         return reply
+
+    async def export(self, session_id: str) -> str:
+        """What the session's replay log holds, as asciicast v2 text (see protocol.Export)."""
+        reply = await self.request({"type": "export", "session": session_id})
+        assert isinstance(reply, Exported)
+        return reply.asciicast
 
     async def timeline(self, session_id: str) -> Timeline:
         """The session's recorded activity transitions (live or past)."""

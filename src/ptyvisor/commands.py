@@ -132,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     terminal_options(run)
     run.add_argument(
+        "--record",
+        action="store_true",
+        help="record it as asciicast v2 into <state-dir>/recordings/<id>.cast (default: "
+        "only when the server records every session, serve --record)",
+    )
+    run.add_argument(
         "-d",
         "--detach",
         action="store_true",
@@ -374,6 +380,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rename.add_argument("name", metavar="NAME", help="the new name (1 to 128 characters)")
 
+    export = session_command(
+        "export",
+        "write what the replay log holds as an asciicast file",
+        "Write the output the server still holds for a session (the last --replay-bytes, "
+        "2 MiB by default) as an asciicast v2 file, with its timing and a marker for each "
+        "activity change; `asciinema play FILE` plays it.",
+        "ptyvisor export build --asciicast build.cast",
+        "ptyvisor export build --asciicast - | asciinema cat -",
+    )
+    export.add_argument(
+        "--asciicast",
+        required=True,
+        metavar="FILE",
+        help="the file to write (- for standard output; required)",
+    )
+
     completer = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -436,15 +458,7 @@ def run_command(args: list[str]) -> int:
             text = wire_typescript()
         else:
             text = json.dumps(wire_schema(), indent=2) + "\n"
-        if options.output is None:
-            print(text, end="")
-            return 0
-        try:
-            options.output.write_text(text, encoding="utf-8")
-        except OSError as unwritable:
-            print(f"ptyvisor schema: cannot write {options.output}: {unwritable}", file=sys.stderr)
-            return 1
-        return 0
+        return write_output("schema", "-" if options.output is None else options.output, text)
     if command == "restart":
         return restart(options)
     if getattr(options, "detach_key", None) is not None:
@@ -486,6 +500,20 @@ def run_command(args: list[str]) -> int:
         if isinstance(error, KeyboardInterrupt):
             return 130
         raise
+
+
+def write_output(command: str, path: str | Path, text: str) -> int:
+    """Write a command's output to ``path`` (``-``: standard output); an exit status,
+    with a one-line error when the file cannot be written."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as unwritable:
+        print(f"ptyvisor {command}: cannot write {path}: {unwritable}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _unwrap(error: BaseException) -> BaseException:
@@ -543,6 +571,7 @@ SESSION_ARGUMENT = frozenset(
         "wait",
         "rename",
         "events",
+        "export",
     }
 )
 """Commands whose ``session`` argument is a reference (see `refs`)."""
@@ -609,6 +638,11 @@ async def _client_command(options: argparse.Namespace) -> int:
             case "events":
                 await _events(client, options.session, follow=options.follow, as_json=options.json)
                 return 0
+            case "export":
+                cast = await client.export(options.session)
+                return await anyio.to_thread.run_sync(
+                    write_output, "export", options.asciicast, cast
+                )
             case "rename":
                 await client.request(
                     {"type": "rename", "session": options.session, "name": options.name}
@@ -624,7 +658,13 @@ async def _client_command(options: argparse.Namespace) -> int:
                 cols, rows = _terminal_size()
                 cwd = options.cwd or os.getcwd()
                 session = await client.spawn(
-                    argv, cwd=cwd, name=options.name, cols=cols, rows=rows, agent=options.agent
+                    argv,
+                    cwd=cwd,
+                    name=options.name,
+                    cols=cols,
+                    rows=rows,
+                    agent=options.agent,
+                    record=options.record,
                 )
                 if options.detach:
                     print(session.id)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ptyvisor.outputlog import DEFAULT_CAPACITY
+from ptyvisor.recording import DEFAULT_LIMIT as DEFAULT_RECORD_LIMIT
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7733
@@ -150,12 +151,22 @@ class ServerConfig:
     (four times as much closes it: see outbox.py)."""
     metrics_public: bool = False
     """Serve ``/metrics`` without the token (``serve --metrics-public``)."""
+    record_dir: Path | None = None
+    """Record every session there (``serve --record DIR``); see recording.py."""
+    record_limit: int = DEFAULT_RECORD_LIMIT
+    """Bytes per recording file before it is rotated (``--record-limit``)."""
     url: str = ""
     """How children reach the server (``PTYVISOR_URL``); set once the port is bound."""
     settings: Settings = field(default_factory=Settings)
     """Persisted settings (``load_settings``); tests set them directly."""
     control_path: str = ""
     """The control socket (``PTYVISOR_CONTROL``); set once it is listening."""
+
+    @property
+    def recordings(self) -> Path:
+        """Where recordings go: ``--record DIR``, else ``<state dir>/recordings`` (for
+        sessions spawned with ``record: true``)."""
+        return self.record_dir or self.state_dir / "recordings"
 
     def tls_context(self) -> ssl.SSLContext | None:
         """The server's TLS context, or None for plain ``ws://``; raises OSError or
@@ -184,6 +195,8 @@ class ServerConfig:
             "client_buffer": self.client_buffer,
             "reply_buffer": self.reply_buffer,
             "metrics_public": self.metrics_public,
+            "record_dir": None if self.record_dir is None else str(self.record_dir),
+            "record_limit": self.record_limit,
             "settings": asdict(self.settings),
         }
 
@@ -191,7 +204,7 @@ class ServerConfig:
     def from_json(cls, data: dict[str, Any]) -> ServerConfig:
         fields = dict(data)
         fields["state_dir"] = Path(fields["state_dir"])
-        for name in ("tls_cert", "tls_key"):
+        for name in ("tls_cert", "tls_key", "record_dir"):
             fields[name] = None if fields.get(name) is None else Path(fields[name])
         fields["settings"] = Settings(**fields.get("settings", {}))
         return cls(**fields)

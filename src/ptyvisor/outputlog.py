@@ -9,10 +9,14 @@ It is on the PTY read path, so appending never copies a read twice or moves old
 bytes: a read of reasonable size is kept as its own chunk (bytes are immutable, so
 no copy), tiny reads are gathered into a small tail first, and trimming drops whole
 chunks.
+
+It also notes when output came (a wall-clock time per read at most every
+`TIME_STEP`), so that what it holds can be exported with its timing (`timed`).
 """
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 from collections import deque
 
@@ -22,6 +26,11 @@ DEFAULT_CAPACITY = 2 * 1024 * 1024
 SMALL_READ = 2048
 """Reads below this are gathered into the tail, so a chatty TUI does not make 2 MiB
 of one-byte chunks."""
+TIME_STEP = 0.01
+"""Output within this many seconds of the last time noted shares its time."""
+MAX_TIMES = 2048
+"""Times noted at most (about 200 KiB): past it the oldest go, and their output is
+exported as if it came with the oldest time kept."""
 
 
 class OutputLog:
@@ -47,6 +56,8 @@ class OutputLog:
         self._tail = bytearray()
         self._tail_start = start_seq + max(len(held) - capacity, 0)
         self._sealed_bytes = 0
+        self._times: deque[tuple[int, float]] = deque(maxlen=MAX_TIMES)
+        """(seq, wall-clock time) where output came after a pause of TIME_STEP or more."""
         if held:
             self._push(held[-capacity:])
         self._mirror = mirror
@@ -68,6 +79,9 @@ class OutputLog:
     def append(self, data: bytes) -> int:
         """Add output; returns the seq of its first byte."""
         first = self.end_seq
+        now = time.time()
+        if not self._times or now - self._times[-1][1] >= TIME_STEP:
+            self._times.append((first, now))
         if self._mirror is not None:
             self._mirror.append(data)
         if len(data) < self._small:
@@ -99,6 +113,23 @@ class OutputLog:
         ):
             self._sealed_bytes -= len(self._chunks.popleft())
             self._starts.popleft()
+        start = self.start_seq
+        while len(self._times) > 1 and self._times[1][0] <= start:
+            self._times.popleft()
+
+    def timed(self) -> list[tuple[float, bytes]]:
+        """What the log holds, cut where output came after a pause, each piece with
+        the wall-clock time it came (bytes from before any time was noted, such as
+        those a restarted server found in its ring, get the first time noted)."""
+        start, end = self.start_seq, self.end_seq
+        if start == end:
+            return []
+        marks = [(seq, at) for seq, at in self._times if start < seq < end]
+        first = self._times[0][1] if self._times else time.time()
+        earlier = [at for seq, at in self._times if seq <= start]
+        cuts = [(start, earlier[-1] if earlier else first), *marks]
+        bounds = [seq for seq, _ in cuts[1:]] + [end]
+        return [(at, self.read(seq, stop)) for (seq, at), stop in zip(cuts, bounds, strict=True)]
 
     def holds(self, seq: int) -> bool:
         """Whether a client at ``seq`` can be brought up to date exactly."""

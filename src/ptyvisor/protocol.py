@@ -123,6 +123,11 @@ class SessionSummary(_Model):
     resumed_from: str | None = Field(
         default=None, description="The session this one resumed (see resume)"
     )
+    recording: str | None = Field(
+        default=None,
+        description="The asciicast v2 file the session is recorded to (spawn record, serve "
+        "--record); older parts beside it as <id>.1.cast …",
+    )
     clients: int
     created_at: int = Field(description="Unix ms")
     size: TermSize
@@ -245,6 +250,10 @@ class Spawn(_Request):
     name: SessionName | None = None
     cols: Cols = 80
     rows: Rows = 24
+    record: bool = Field(
+        default=False,
+        description="Record the session as asciicast v2 (also when serve --record is off)",
+    )
 
 
 class Attach(_Request):
@@ -425,6 +434,15 @@ class Capture(_Request):
     ansi: bool = False
 
 
+class Export(_Request):
+    """What the session's replay log still holds (``--replay-bytes``, the last 2 MiB of
+    output by default), as an asciicast v2 file with the activity changes as markers.
+    Errors: ``unknown_session`` (a past session has no log left)."""
+
+    type: Literal["export"]
+    session: SessionId
+
+
 class GetTimeline(_Request):
     """The session's activity transitions, live or past, from the server's records
     (the last ``TIMELINE_LIMIT`` of them). Errors: ``unknown_session``, ``no_records``
@@ -455,7 +473,8 @@ ClientMessage = Annotated[
     | GetTimeline
     | SendKeys
     | Capture
-    | Rename,
+    | Rename
+    | Export,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
@@ -584,6 +603,13 @@ class Timeline(_Model):
     )
 
 
+class Exported(_Model):
+    type: Literal["exported"] = "exported"
+    req_id: RequestId = None
+    session: SessionId
+    asciicast: str = Field(description="The asciicast v2 file's text (NDJSON)")
+
+
 class Captured(_Model):
     """A session's screen as text, as of ``seq`` (the output it has shown)."""
 
@@ -644,6 +670,7 @@ ServerMessage = Annotated[
     | Stats
     | Timeline
     | Captured
+    | Exported
     | Ok
     | Error,
     Field(discriminator="type"),

@@ -25,6 +25,7 @@ from ptyvisor.config import (
     save_settings,
 )
 from ptyvisor.outputlog import DEFAULT_CAPACITY
+from ptyvisor.recording import DEFAULT_LIMIT as DEFAULT_RECORD_LIMIT
 
 NUMERIC_OPTIONS: dict[str, tuple[str, int, int]] = {
     "port": ("--port", 0, 65535),
@@ -32,6 +33,7 @@ NUMERIC_OPTIONS: dict[str, tuple[str, int, int]] = {
     "render_lag": ("--render-lag", 4096, 1 << 34),
     "scrollback": ("--scrollback", 0, 1_000_000),
     "client_buffer": ("--client-buffer", 16 * 1024, 1 << 34),
+    "record_limit": ("--record-limit", 64 * 1024, 1 << 40),
 }
 """serve's numeric options: (flag, least, most)."""
 
@@ -98,6 +100,21 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         help="serve /metrics without the token (default: token required)",
     )
     serve.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="record every session as an asciicast v2 file DIR/<id>.cast (default: only "
+        "sessions spawned with record: true, into <state-dir>/recordings)",
+    )
+    serve.add_argument(
+        "--record-limit",
+        type=int,
+        default=DEFAULT_RECORD_LIMIT,
+        help="bytes per recording file before it is rotated; 4 files are kept per "
+        f"session (default {DEFAULT_RECORD_LIMIT})",
+    )
+    serve.add_argument(
         "--no-keeper",
         action="store_true",
         help="run without the keeper process: programs end when this server does",
@@ -134,6 +151,8 @@ def make_config(options: argparse.Namespace) -> tuple[ServerConfig, bool]:
     explicit_token = options.token or os.environ.get("PTYVISOR_TOKEN")
     token = explicit_token or load_or_create_token(state_dir)
     settings = load_settings(state_dir)
+    if options.record is not None:
+        options.record.mkdir(parents=True, exist_ok=True, mode=0o700)
     if options.codex_remote_answers is not None:
         settings.codex_remote_answers = options.codex_remote_answers
         save_settings(state_dir, settings)
@@ -152,6 +171,8 @@ def make_config(options: argparse.Namespace) -> tuple[ServerConfig, bool]:
         scrollback=options.scrollback,
         client_buffer=options.client_buffer,
         metrics_public=options.metrics_public,
+        record_dir=None if options.record is None else options.record.absolute(),
+        record_limit=options.record_limit,
     )
     config.tls_context()  # an unusable certificate is refused now, in one line
     return config, bool(explicit_token)

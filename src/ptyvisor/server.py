@@ -53,6 +53,8 @@ from ptyvisor.protocol import (
     Detach,
     Error,
     ErrorCode,
+    Export,
+    Exported,
     GetStats,
     GetTimeline,
     Hello,
@@ -78,6 +80,7 @@ from ptyvisor.protocol import (
     UnwatchSessions,
     WatchSessions,
 )
+from ptyvisor.recording import marker_label
 from ptyvisor.records import Records
 from ptyvisor.session import MAX_MESSAGE, Session, now_ms
 from ptyvisor.spawn import SpawnError
@@ -282,6 +285,7 @@ class Connection:
                         cols=request.cols,
                         rows=request.rows,
                         agent=request.agent,
+                        record=request.record,
                     )
                 except SpawnError as error:
                     raise RequestError("spawn_failed", str(error)) from None
@@ -354,6 +358,22 @@ class Connection:
                     scrollback=request.scrollback, ansi=request.ansi
                 )
                 self._reply(captured.model_copy(update={"req_id": request.req_id}))
+            case Export():
+                session = supervisor.get(request.session)
+                try:
+                    transitions, _ = supervisor.timeline(session.id)
+                except NoRecords:
+                    transitions = []
+                markers = [
+                    (t.at / 1000, marker_label(t.phase.value, t.reason)) for t in transitions
+                ]
+                self._reply(
+                    Exported(
+                        req_id=request.req_id,
+                        session=session.id,
+                        asciicast=await session.export(markers),
+                    )
+                )
             case GetTimeline():
                 try:
                     transitions, ended_at = supervisor.timeline(request.session)
@@ -437,7 +457,8 @@ class Connection:
             self._session = None
 
     def _reply(
-        self, message: Sessions | Spawned | SnapshotMessage | Stats | Timeline | Captured | Ok
+        self,
+        message: Sessions | Spawned | SnapshotMessage | Stats | Timeline | Captured | Exported | Ok,
     ) -> None:
         self.outbox.put_text(message.model_dump_json())
 

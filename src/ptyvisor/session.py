@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import os
 import secrets
@@ -23,6 +24,7 @@ import signal as signals
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -64,11 +66,14 @@ from ptyvisor.protocol import (
     TerminalModesModel,
     TermSize,
 )
+from ptyvisor.recording import Recorder, asciicast, marker_label
+from ptyvisor.recording import Screen as RecordedScreen
 from ptyvisor.records import Records
 from ptyvisor.renderer import QUIET_SECONDS, Renderer
 from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 from ptyvisor.sizing import SizePolicy
+from ptyvisor.spawn import DEFAULT_TERM
 from ptyvisor.terminal import HeadlessTerminal
 
 log = logging.getLogger(__name__)
@@ -110,6 +115,7 @@ class SessionConfig(Protocol):
     replay_bytes: int
     render_lag_limit: int
     scrollback: int
+    record_limit: int
     url: str
     control_path: str
 
@@ -129,6 +135,10 @@ class Identity:
     agent: str | None
     created_at: int
     nonce: str
+    recording: str | None = None
+    """The asciicast file it is recorded to (see recording.py), if it is."""
+    term: str = DEFAULT_TERM
+    """The program's ``TERM``."""
 
     def to_json(self) -> dict[str, object]:
         # Names may hold undecodable bytes (surrogateescape): kept as their bytes.
@@ -141,6 +151,8 @@ class Identity:
             "agent": self.agent,
             "created_at": self.created_at,
             "nonce": self.nonce,
+            "recording": self.recording,
+            "term": self.term,
         }
 
     @classmethod
@@ -154,6 +166,8 @@ class Identity:
             agent=data.get("agent"),
             created_at=int(data["created_at"]),
             nonce=str(data["nonce"]),
+            recording=data.get("recording"),
+            term=str(data.get("term", DEFAULT_TERM)),
         )
 
 
@@ -216,6 +230,23 @@ class Session:
         self.tracker = ActivityTracker(self.created_at, agent=self.agent)
         start_seq, held = ring.contents() if ring is not None else (0, b"")
         self.log = OutputLog(config.replay_bytes, mirror=ring, start_seq=start_seq, held=held)
+        self.recorder = (
+            None
+            if identity.recording is None
+            else Recorder(
+                Path(identity.recording),
+                title=display(identity.name),
+                term=identity.term,
+                cols=cols,
+                rows=rows,
+                screen=self._recording_screen,
+                limit=config.record_limit,
+                start_seq=self.log.end_seq,
+                fresh=self.log.end_seq == 0,
+            )
+        )
+        self._marked: str | None = None
+        """The last activity marker recorded."""
         self._scanner = FrameScanner()
         self.renderer = Renderer(
             self.log,
@@ -264,6 +295,8 @@ class Session:
                     tg.start_soon(self.renderer.run)
                     tg.start_soon(self._write_loop)
                     tg.start_soon(self._renderer_resize_loop)
+                    if self.recorder is not None:
+                        tg.start_soon(self.recorder.run)
                     if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
                         tg.start_soon(self._ready_when_quiet)
         finally:
@@ -385,7 +418,9 @@ class Session:
             self._count_rejection(RejectReason.UNTERMINATED.value, scanned.dropped)
         output = scanned.output
         if output:
-            self.log.append(output)
+            seq = self.log.append(output)
+            if self.recorder is not None:
+                self.recorder.output(seq, output)
             for subscriber in self._subscribers:
                 subscriber.outbox.put_output(output)
             self.renderer.output_added()
@@ -634,6 +669,8 @@ class Session:
             self._owner.resized(self.id, size.cols, size.rows)
         if self._records is not None:
             self._records.resized(self.id, size.cols, size.rows)
+        if self.recorder is not None:
+            self.recorder.resized(size.cols, size.rows)
         self._broadcast(Resized(session=self.id, size=size).model_dump_json())
         self._on_change()
         return True
@@ -835,6 +872,25 @@ class Session:
             ),
         )
 
+    async def _recording_screen(self, at_least: int) -> RecordedScreen:
+        terminal, seq = await self.renderer.snapshot(at_least, scrollback=False)
+        return RecordedScreen(terminal.ansi, seq, terminal.cols, terminal.rows)
+
+    async def export(self, markers: list[tuple[float, str]]) -> str:
+        """What the replay log holds, as an asciicast (``ptyvisor export``), with
+        ``markers`` (wall-clock seconds, label) among it; encoded in a worker thread."""
+        return await anyio.to_thread.run_sync(
+            functools.partial(
+                asciicast,
+                self.log.timed(),
+                markers,
+                cols=self.size.cols,
+                rows=self.size.rows,
+                title=display(self.name),
+                term=self.identity.term,
+            )
+        )
+
     @property
     def answerable(self) -> bool:
         """Whether a client can answer the pending interaction: only while an agent hook
@@ -858,6 +914,7 @@ class Session:
             cwd=display(self.cwd),
             raw=self._raw_names,
             resumed_from=self.resumed_from,
+            recording=self.identity.recording,
             agent=self.agent or activity.agent,
             process=self.process,
             activity=activity,
@@ -884,6 +941,10 @@ class Session:
     def _activity_changed(self) -> None:
         self._answerable_shown = self.answerable
         activity = self.tracker.activity
+        label = marker_label(activity.phase.value, activity.reason)
+        if self.recorder is not None and label != self._marked:
+            self.recorder.marker(label)
+        self._marked = label
         if self._records is not None:
             self._records.activity(
                 self.id,

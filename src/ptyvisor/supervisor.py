@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,11 @@ class Supervisor:
         agent: AgentName | None = None,
         resume: str | None = None,
         resumed_from: str | None = None,
+        record: bool = False,
     ) -> Session:
         """Start a session; raises SpawnError (nothing registered) if the program cannot
-        start. ``resume``: the agent's own id of a conversation to continue."""
+        start. ``resume``: the agent's own id of a conversation to continue. ``record``:
+        as asciicast (see recording.py), as every session is with ``serve --record``."""
         session_id = new_session_id()
         while session_id in self._sessions:
             session_id = new_session_id()
@@ -96,6 +99,8 @@ class Supervisor:
             argv, extra_env = started.argv, started.env
         if not argv:
             raise SpawnError("empty command")
+        recording = record or self.config.record_dir is not None
+        program_env = {**env, **extra_env}
         identity = Identity(
             id=session_id,
             name=name or agent or argv[0].rsplit("/", 1)[-1],
@@ -105,11 +110,14 @@ class Supervisor:
             agent=agent,
             created_at=now_ms(),
             nonce=new_nonce(),
+            recording=str(self.config.recordings / f"{session_id}.cast") if recording else None,
         )
+        environment = self._environment(identity, program_env)
+        identity = replace(identity, term=environment.get("TERM", identity.term))
         spec = ProgramSpec(
             session_id=session_id,
             argv=identity.argv,
-            env=self._environment(identity, {**env, **extra_env}),
+            env=environment,
             cwd=cwd,
             cols=cols,
             rows=rows,
@@ -166,6 +174,7 @@ class Supervisor:
             agent=agent if agent in AGENTS else None,
             resume=resume,
             resumed_from=session_id,
+            record=identity.recording is not None,  # recorded then, recorded again
         )
 
     def _environment(self, identity: Identity, requested: Mapping[str, str]) -> dict[str, str]:
