@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.outputlog import OutputLog
+from ptyvisor import outputlog
+from ptyvisor.outputlog import MAX_TIMES, OutputLog
 
 
 @given(
@@ -28,6 +29,10 @@ def test_matches_model(capacity: int, writes: list[bytes], data: st.DataObject) 
         assert log.read(start, end) == everything[start:end]
         assert log.read(start) == everything[start:]
         assert log.holds(start)
+        # Timed, it is the same bytes, in order, with times that never go back.
+        timed = log.timed()
+        assert b"".join(piece for _, piece in timed) == everything[log.start_seq :]
+        assert [at for at, _ in timed] == sorted(at for at, _ in timed)
 
 
 def test_memory_is_bounded_and_old_bytes_refused() -> None:
@@ -41,3 +46,17 @@ def test_memory_is_bounded_and_old_bytes_refused() -> None:
         log.read(0)
     with pytest.raises(LookupError):
         log.read(log.end_seq, log.end_seq + 1)
+
+
+def test_timed_pieces_follow_pauses_and_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter(float(n) for n in range(10**6))
+    monkeypatch.setattr(outputlog.time, "time", lambda: next(clock))
+    log = OutputLog(100_000)
+    for n in range(MAX_TIMES * 3):
+        log.append(b"%d," % n)  # each one second after the last: a time noted each
+    timed = log.timed()
+    # The oldest times go; their bytes stay, with the oldest time kept.
+    assert len(timed) == MAX_TIMES + 1
+    assert timed[0][0] == timed[1][0] == float(MAX_TIMES * 2)
+    assert b"".join(piece for _, piece in timed) == log.read(log.start_seq)
+    assert timed[-1] == (float(MAX_TIMES * 3 - 1), b"%d," % (MAX_TIMES * 3 - 1))
