@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor import outputlog
 from ptyvisor.outputlog import MAX_TIMES, OutputLog
 
 
@@ -48,10 +47,9 @@ def test_memory_is_bounded_and_old_bytes_refused() -> None:
         log.read(log.end_seq, log.end_seq + 1)
 
 
-def test_timed_pieces_follow_pauses_and_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timed_pieces_follow_pauses_and_stay_bounded() -> None:
     clock = iter(float(n) for n in range(10**6))
-    monkeypatch.setattr(outputlog.time, "time", lambda: next(clock))
-    log = OutputLog(100_000)
+    log = OutputLog(100_000, clock=lambda: next(clock))
     for n in range(MAX_TIMES * 3):
         log.append(b"%d," % n)  # each one second after the last: a time noted each
     timed = log.timed()

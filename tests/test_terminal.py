@@ -953,3 +953,40 @@ def main() -> None:
 
 if __name__ == "__main__" and "--capture" in sys.argv:
     main()
+
+
+def test_kept_scrollback_drawings_match_drawing_afresh() -> None:
+    """Snapshots keep each scrollback line drawn (a cold attach with a long history
+    would draw it all again): whatever happens in between — lines scrolled off,
+    resizes that pull lines back on screen where they change, columns that shrink —
+    a snapshot is the same as one drawn from nothing."""
+    rng = random.Random(7)
+    terminal = HeadlessTerminal(30, 6, scrollback=50)
+    pieces = [
+        b"word ",
+        b"\x1b[31mred\x1b[0m ",
+        b"\x1b[44mbg ",
+        b"\xe6\x97\xa5\xe6\x9c\xac",
+        b"\r\n",
+    ]
+    for step in range(400):
+        terminal.feed(b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))))
+        if step % 37 == 0:
+            terminal.resize(rng.randint(10, 40), rng.randint(3, 12))
+        if step % 5 == 0:
+            kept = terminal.snapshot().ansi
+            terminal._screen.drawn.clear()
+            assert kept == terminal.snapshot().ansi, step
+
+
+def test_a_scrollback_line_pulled_back_and_changed_is_drawn_anew() -> None:
+    terminal = HeadlessTerminal(20, 3, scrollback=10)
+    terminal.feed(b"".join(b"line-%d\r\n" % n for n in range(1, 7)))
+    before = terminal.snapshot().ansi  # draws (and keeps) the scrollback
+    terminal.resize(20, 6)  # pulls scrollback lines back on screen
+    terminal.feed(b"\x1b[HCHANGED\x1b[6;1H")  # the same line object, changed
+    terminal.resize(20, 3)  # and back into the scrollback
+    after = terminal.snapshot().ansi
+    assert "CHANGED" in after and after != before
+    terminal._screen.drawn.clear()
+    assert after == terminal.snapshot().ansi

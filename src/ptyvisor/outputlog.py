@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 
 from ptyvisor.ring import Ring
 
@@ -43,10 +44,13 @@ class OutputLog:
         mirror: Ring | None = None,
         start_seq: int = 0,
         held: bytes = b"",
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """``mirror``: shared memory every appended byte is copied to, so that a server
         started after a crash finds it (see ring.py). ``start_seq``/``held``: resume a
-        log whose bytes [start_seq, start_seq + len(held)) survived (from a ring)."""
+        log whose bytes [start_seq, start_seq + len(held)) survived (from a ring).
+        ``clock``: the wall clock `timed` reports (tests give their own)."""
+        self._clock = clock
         if capacity <= 0:
             raise ValueError("capacity must be positive")
         self._capacity = capacity
@@ -79,7 +83,7 @@ class OutputLog:
     def append(self, data: bytes) -> int:
         """Add output; returns the seq of its first byte."""
         first = self.end_seq
-        now = time.time()
+        now = self._clock()
         if not self._times or now - self._times[-1][1] >= TIME_STEP:
             self._times.append((first, now))
         if self._mirror is not None:
@@ -125,7 +129,7 @@ class OutputLog:
         if start == end:
             return []
         marks = [(seq, at) for seq, at in self._times if start < seq < end]
-        first = self._times[0][1] if self._times else time.time()
+        first = self._times[0][1] if self._times else self._clock()
         earlier = [at for seq, at in self._times if seq <= start]
         cuts = [(start, earlier[-1] if earlier else first), *marks]
         bounds = [seq for seq, _ in cuts[1:]] + [end]

@@ -175,7 +175,9 @@ class ScreenState:
     rows: int
     main: Sequence[Line]
     alt: Sequence[Line] | None
-    scrollback: Sequence[Line]
+    scrollback: Sequence[Line | str]
+    """Lines, or lines already drawn by `scrollback_line` (which never change: the
+    terminal keeps them drawn, so a snapshot does not draw a thousand lines again)."""
     cursor_x: int  # may equal cols: the pending-wrap state
     cursor_y: int
     pen: Cell
@@ -302,6 +304,17 @@ class _Writer:
             x += 1
 
 
+def scrollback_line(line: Line, cols: int) -> str:
+    """A scrollback line as a snapshot draws it: from a plain pen, back to plain at
+    its end (lines scrolled in take the current background), so that it is the same
+    text in every snapshot and can be kept."""
+    w = _Writer()
+    w.style = _PLAIN
+    w.line(line, cols)
+    w.reset_pen()
+    return "".join(w.out)
+
+
 def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
     """Place the cursor, re-arming a pending wrap by rewriting the last cell(s)."""
     cols = state.cols
@@ -343,12 +356,12 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
 
     if include_scrollback and state.scrollback:
         count = len(state.scrollback)
-        for i, line in enumerate(state.scrollback):
-            if i:
-                w.reset_pen()  # lines scrolled in take the current background
-                out.append("\r\n")
-            w.line(line, cols)
-        w.reset_pen()
+        out.append(
+            "\r\n".join(
+                line if isinstance(line, str) else scrollback_line(line, cols)
+                for line in state.scrollback
+            )
+        )
         # Line i sits at row min(count, rows) after the writes; that many line
         # feeds on the bottom row push exactly the written lines into history.
         w.goto(rows - 1, 0)

@@ -76,6 +76,7 @@ from ptyvisor.snapshot_ansi import (
     ScreenState,
     line_ansi,
     render_snapshot,
+    scrollback_line,
 )
 from ptyvisor.widths import char_width
 
@@ -339,6 +340,10 @@ class _Screen(pyte.Screen):
 
     def __init__(self, columns: int, lines: int, scrollback: int) -> None:
         self.scrollback: deque[_Line] = deque(maxlen=max(0, scrollback))
+        self.drawn: dict[int, tuple[_Line, int, str]] = {}
+        """Scrollback lines as snapshots draw them, by id: (line, cols, text). A line
+        in the scrollback never changes, unless a resize pulls it back on screen
+        (then it is forgotten here); see `HeadlessTerminal.snapshot`."""
         self.main_buffer: Buffer | None = None  # the main screen while the alt one shows
         self._sgr_cache: dict[tuple[Cell, str], Cell] = {}
         self._cell_caches: dict[Cell, _CellCache] = {}
@@ -907,6 +912,7 @@ class _Screen(pyte.Screen):
                 buffer[y + pull] = line
         for y in range(pull - 1, -1, -1):
             buffer[y] = self.scrollback.pop()
+            self.drawn.pop(id(buffer[y]), None)  # on screen again: it may change
         return pull
 
     def _shift_saved(self, slot: int, shift: int) -> None:
@@ -1445,6 +1451,22 @@ class HeadlessTerminal:
         rest has not arrived (a snapshot is taken before them, see `snapshot`)."""
         return len(self._decoder.getstate()[0])
 
+    def _drawn_scrollback(self) -> list[str]:
+        """The scrollback as snapshots draw it, each line drawn once and kept (a cold
+        attach with 1000 lines of it would otherwise draw them all each time)."""
+        s = self._screen
+        cols = s.columns
+        kept, drawn = s.drawn, {}
+        texts = []
+        for line in s.scrollback:
+            hit = kept.get(id(line))
+            if hit is None or hit[0] is not line or hit[1] != cols:
+                hit = (line, cols, scrollback_line(line, cols))
+            drawn[id(line)] = hit
+            texts.append(hit[2])
+        s.drawn = drawn
+        return texts
+
     def snapshot(self, *, include_scrollback: bool = True) -> TerminalSnapshot:
         """The screen as output for a fresh terminal. A sequence the parser is in the
         middle of is carried at the end of ``ansi`` (`_Parser.unfinished`), so the
@@ -1468,7 +1490,7 @@ class HeadlessTerminal:
             rows=rows,
             main=lines(main_buffer),
             alt=lines(s.buffer) if s.alt_active else None,
-            scrollback=list(s.scrollback),
+            scrollback=self._drawn_scrollback() if include_scrollback else [],
             cursor_x=s.cursor.x,
             cursor_y=s.cursor.y,
             pen=s.cursor.attrs,
