@@ -990,3 +990,30 @@ def test_a_scrollback_line_pulled_back_and_changed_is_drawn_anew() -> None:
     assert "CHANGED" in after and after != before
     terminal._screen.drawn.clear()
     assert after == terminal.snapshot().ansi
+
+
+def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The renderer draws new scrollback lines when idle (`draw_scrollback`): the next
+    snapshot draws none of them again, and is the same as one drawn from nothing."""
+    from ptyvisor import snapshot_ansi
+    from ptyvisor import terminal as terminal_module
+
+    screen = HeadlessTerminal(40, 5, scrollback=100)
+    screen.feed(b"".join(b"\x1b[3%dmline %d\x1b[0m\r\n" % (n % 8, n) for n in range(300)))
+    assert screen.scrollback_undrawn >= 100
+    screen.draw_scrollback()
+    assert screen.scrollback_undrawn == 0
+    drawn: list[int] = []
+
+    def counted(line: Any, cols: int) -> str:
+        drawn.append(cols)
+        return snapshot_ansi.scrollback_line(line, cols)
+
+    monkeypatch.setattr(terminal_module, "scrollback_line", counted)
+    ahead = screen.snapshot().ansi
+    assert drawn == []
+    screen._screen.drawn.clear()
+    assert ahead == screen.snapshot().ansi
+    assert len(drawn) == 100

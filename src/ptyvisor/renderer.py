@@ -70,6 +70,7 @@ class Renderer:
         self.skipped = 0
         self.failed = 0
         """Batches the headless terminal raised on (see `_feed_until`)."""
+        self._draw_failed = False
         self._unscanned: deque[tuple[bytes, int, int]] = deque()
         self._unscanned_bytes = 0
 
@@ -120,6 +121,14 @@ class Renderer:
                     await anyio.sleep(QUIET_SECONDS)
                 async with self._lock:
                     await self._feed_until(min(self._log.end_seq, self.rendered_seq + BATCH_BYTES))
+            if self._terminal.scrollback_undrawn and not self._draw_failed:
+                # Caught up: draw the new scrollback lines now, not in the next attach.
+                async with self._lock:
+                    try:
+                        await anyio.to_thread.run_sync(self._terminal.draw_scrollback)
+                    except Exception:  # a bug costs the head start, not the session
+                        log.exception("drawing the scrollback ahead failed; not trying again")
+                        self._draw_failed = True
 
     async def _feed_until(self, seq: int) -> None:
         """Feed [rendered_seq, seq) in a worker thread; call with the lock held."""

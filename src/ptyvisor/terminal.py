@@ -52,6 +52,7 @@ region, main screen) into a bounded deque instead of pyte's slow HistoryScreen.
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 import unicodedata
 from collections import defaultdict, deque
@@ -341,6 +342,8 @@ class _Screen(pyte.Screen):
     def __init__(self, columns: int, lines: int, scrollback: int) -> None:
         self.scrollback: deque[_Line] = deque(maxlen=max(0, scrollback))
         self.drawn: dict[int, tuple[_Line, int, str]] = {}
+        self.undrawn = 0
+        """Lines that went into the scrollback since the last drawing (at most)."""
         """Scrollback lines as snapshots draw them, by id: (line, cols, text). A line
         in the scrollback never changes, unless a resize pulls it back on screen
         (then it is forgotten here); see `HeadlessTerminal.snapshot`."""
@@ -537,6 +540,7 @@ class _Screen(pyte.Screen):
             first = buffer.pop(0) if 0 in buffer else _Line()
             if self.main_buffer is None:
                 self.scrollback.append(first)
+                self.undrawn += 1
             # Renumbering in one comprehension beats moving rows one by one.
             self.buffer = defaultdict(_Line, {y - 1: line for y, line in buffer.items()})
             return
@@ -899,6 +903,7 @@ class _Screen(pyte.Screen):
             kept = [buffer.pop(y, None) for y in range(old - from_bottom)]
             if history:
                 self.scrollback.extend(line or _Line() for line in kept[:from_top])
+                self.undrawn += from_top
             for y, line in enumerate(kept[from_top:]):
                 if line is not None:
                     buffer[y] = line
@@ -1451,6 +1456,26 @@ class HeadlessTerminal:
         rest has not arrived (a snapshot is taken before them, see `snapshot`)."""
         return len(self._decoder.getstate()[0])
 
+    @property
+    def scrollback_undrawn(self) -> int:
+        return self._screen.undrawn
+
+    def draw_scrollback(self) -> None:
+        """Draw the lines that went into the scrollback since last time, so that the
+        next snapshot finds them drawn (the renderer calls this when it is idle)."""
+        s = self._screen
+        if not s.undrawn:
+            return
+        if len(s.drawn) > len(s.scrollback) + 256:  # lines gone from the history
+            self._drawn_scrollback()
+            return
+        cols = s.columns
+        for line in itertools.islice(reversed(s.scrollback), s.undrawn):
+            hit = s.drawn.get(id(line))
+            if hit is None or hit[0] is not line or hit[1] != cols:
+                s.drawn[id(line)] = (line, cols, scrollback_line(line, cols))
+        s.undrawn = 0
+
     def _drawn_scrollback(self) -> list[str]:
         """The scrollback as snapshots draw it, each line drawn once and kept (a cold
         attach with 1000 lines of it would otherwise draw them all each time)."""
@@ -1465,6 +1490,7 @@ class HeadlessTerminal:
             drawn[id(line)] = hit
             texts.append(hit[2])
         s.drawn = drawn
+        s.undrawn = 0
         return texts
 
     def snapshot(self, *, include_scrollback: bool = True) -> TerminalSnapshot:
