@@ -90,6 +90,23 @@ def test_exit_is_final() -> None:
     assert not t.process_exited(exit_code=1, signal=None, now_ms=50)
 
 
+def test_a_stop_the_agent_reported_is_not_reported_again_at_exit() -> None:
+    t = tracker()
+    activity(t, "working", 10)
+    assert activity(t, "stopped", 20, reason="logout")
+    assert not t.process_exited(exit_code=0, signal=None, now_ms=30)
+    assert (t.activity.phase, t.activity.since, t.activity.reason) == ("stopped", 20, "logout")
+    # A failure after it is news, and so is a kill someone asked for.
+    failed = tracker()
+    activity(failed, "stopped", 20)
+    assert failed.process_exited(exit_code=3, signal=None, now_ms=30)
+    assert phase(failed) is ActivityPhase.FAILED
+    killed = tracker()
+    activity(killed, "stopped", 20)
+    assert killed.process_exited(exit_code=None, signal=1, now_ms=30, killed=True)
+    assert killed.activity.reason == "killed"
+
+
 def test_failed_exit_reasons() -> None:
     code = tracker()
     code.process_exited(exit_code=2, signal=None, now_ms=5)

@@ -137,3 +137,28 @@ async def test_nonce_never_reaches_clients(server: RunningServer, client: Client
     )
     assert nonce not in everything
     await client.close(session.id)
+
+
+async def test_an_activity_event_is_sent_only_on_a_real_change(
+    server: RunningServer, client: Client
+) -> None:
+    """A repeated report (an agent saying `waiting` again at its first prompt) is no
+    event; one that changes something besides the phase says what in ``changed``;
+    and an agent that said `stopped` before exiting gets one `stopped`, not two."""
+    script = f"""
+        {PTYVISOR_BIN} emit activity waiting --agent script
+        {PTYVISOR_BIN} emit activity waiting --agent script
+        {PTYVISOR_BIN} emit activity waiting --agent script --reason 'first prompt'
+        {PTYVISOR_BIN} emit activity stopped
+        echo done
+    """
+    session = await client.spawn(["sh", "-c", script], env=child_env())
+    await client.attach(session.id, since=0)
+    # The exit's own activity change, if any, is sent before the process change.
+    events = await until(client, exited)
+    changes = [e for e in events if isinstance(e, ActivityChanged)]
+    assert [(c.activity.phase.value, c.changed) for c in changes] == [
+        ("waiting", ["phase", "since", "agent"]),
+        ("waiting", ["reason"]),
+        ("stopped", ["phase", "since", "reason"]),
+    ]

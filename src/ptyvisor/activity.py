@@ -344,6 +344,9 @@ class ActivityTracker:
         else:
             phase, reason = ActivityPhase.FAILED, f"exited with status {exit_code}"
         current = self._activity
+        if phase is current.phase and reason is None:
+            # The agent said it stopped, and then it did: one `stopped`, not two.
+            return False
         return self._replace(
             Activity(
                 phase=phase,

@@ -548,8 +548,13 @@ class SnapshotMessage(_Model):
     snapshot: Snapshot
 
 
+ActivityField = Literal[
+    "phase", "since", "reason", "agent", "native_session_id", "pending_interaction", "answerable"
+]
+
+
 class ActivityChanged(_Model):
-    """The activity axis changed: phase, or the pending interaction, or both."""
+    """The activity axis changed: sent only on a real change, which ``changed`` names."""
 
     type: Literal["activity"] = "activity"
     session: SessionId
@@ -557,6 +562,11 @@ class ActivityChanged(_Model):
     pending_interaction: Interaction | None = None
     answerable: bool = Field(
         default=False, description="Whether a client can answer the pending interaction"
+    )
+    changed: list[ActivityField] = Field(
+        default_factory=list,
+        description="What differs from the previous activity event for this session (all "
+        "of it for the first): a repeated phase says what else changed",
     )
 
 

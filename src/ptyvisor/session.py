@@ -51,6 +51,7 @@ from ptyvisor.owner import Owner
 from ptyvisor.proctable import ProcessTable, in_session_tree
 from ptyvisor.protocol import (
     ActivityChanged,
+    ActivityField,
     Attached,
     Captured,
     Ended,
@@ -245,6 +246,9 @@ class Session:
                 fresh=self.log.end_seq == 0,
             )
         )
+        self._activity_shown = self._activity_view()
+        """The activity as the last event (or the start) showed it: an event is sent
+        only when some of it changes (see `_activity_changed`)."""
         self._marked: str | None = None
         """The last activity marker recorded."""
         self._scanner = FrameScanner()
@@ -954,14 +958,32 @@ class Session:
                 native_session_id=activity.native_session_id,
                 agent=activity.agent,
             )
+        shown = self._activity_view()
+        differs = [name for name, value in shown.items() if self._activity_shown[name] != value]
+        if not differs:
+            return  # nothing a client sees changed: no event (see protocol.ActivityChanged)
+        self._activity_shown = shown
         changed = ActivityChanged(
             session=self.id,
-            activity=self.tracker.activity,
+            activity=activity,
             pending_interaction=self.tracker.pending,
             answerable=self._answerable_shown,
+            changed=differs,
         )
         self._broadcast(changed.model_dump_json())
         self._on_change()
+
+    def _activity_view(self) -> dict[ActivityField, object]:
+        activity = self.tracker.activity
+        return {
+            "phase": activity.phase,
+            "since": activity.since,
+            "reason": activity.reason,
+            "agent": activity.agent,
+            "native_session_id": activity.native_session_id,
+            "pending_interaction": self.tracker.pending,
+            "answerable": self._answerable_shown,
+        }
 
     def _broadcast(self, text: str) -> None:
         for subscriber in self._subscribers:
