@@ -103,7 +103,10 @@ export function describe(msg: ServerMessage): string {
     }
     case "activity": {
       const kind: "approval" | "question" | undefined = msg.pending_interaction?.kind;
-      return `${msg.session} ${msg.activity.phase} since ${msg.activity.since} ${kind}`;
+      const what: string[] = msg.changed;
+      // @ts-expect-error: not a field an activity event names as changed
+      const wrong: typeof msg.changed = ["size"];
+      return `${msg.session} ${msg.activity.phase} since ${msg.activity.since} ${kind} ${what} ${wrong}`;
     }
     case "process": {
       const exit: number | null = msg.process.exit_code;
@@ -119,6 +122,8 @@ export function describe(msg: ServerMessage): string {
     }
     case "timeline":
       return msg.transitions.map((t) => `${t.at} ${t.phase} ${t.reason ?? ""}`).join("\n");
+    case "exported":
+      return msg.asciicast.split("\n")[0];
     case "captured":
       return [...msg.scrollback, ...msg.rows].join("\n") + msg.modes.alternate_screen;
     case "ok":
