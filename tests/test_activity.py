@@ -272,3 +272,12 @@ def test_a_subagents_question_outlives_the_main_turn() -> None:
     assert t.pending is not None and phase(t) is ActivityPhase.FAILED
     activity(t, "stopped", 60)  # the session's end clears everything
     assert t.pending is None and phase(t) is ActivityPhase.STOPPED
+
+
+def test_a_failed_reason_is_one_short_line() -> None:
+    t = tracker()
+    raw = 'unexpected status 429 Too Many Requests: {"error": {"message": "slow down"}}'
+    assert activity(t, "failed", 10, reason=raw)
+    assert t.activity.reason == "429 Too Many Requests: slow down"
+    assert activity(t, "waiting", 20, reason='{"kept": "as is"}')  # only failures
+    assert t.activity.reason == '{"kept": "as is"}'

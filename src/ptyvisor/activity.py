@@ -12,7 +12,8 @@ Rules (each one pinned by a test):
   kill or close someone asked for, with reason ``killed``; ``failed`` otherwise), any
   pending interaction is gone, and late frames never resurrect it.
 - ``agent`` and ``native_session_id`` are sticky: a report that omits them keeps the
-  values learned earlier. ``reason`` belongs to the report that carried it.
+  values learned earlier. ``reason`` belongs to the report that carried it; a
+  ``failed`` one is made one short line (failures.py).
 - An ``interaction`` frame makes the session ``needs_input`` with that interaction
   pending. It is cleared by ``interaction_cleared`` (its id, or no id), by a turn
   end (``waiting``, ``failed``, ``stopped``) and by the exit; a frame for an id
@@ -40,6 +41,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ptyvisor.failures import failure_reason
 from ptyvisor.interaction import Interaction
 
 
@@ -219,12 +221,15 @@ class ActivityTracker:
             # does not prove the pending question was answered, and a subagent's
             # question outlives the main turn's end (subagents run in the background).
             phase = ActivityPhase.NEEDS_INPUT
+        reason = report.reason
+        if phase is ActivityPhase.FAILED and reason:
+            reason = failure_reason(reason)  # a provider's raw body, as one short line
         return (
             self._set_phase(
                 phase,
                 at=report.at,
                 agent=report.agent,
-                reason=report.reason,
+                reason=reason,
                 native_session_id=report.native_session_id,
             )
             or changed

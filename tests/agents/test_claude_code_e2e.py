@@ -92,6 +92,7 @@ async def test_claude_code_session_end_to_end(tmp_path: Path) -> None:
         failed = await run.wait_phase("failed", since=mark)
         assert failed.activity.reason is not None
         assert "E2E-403" in failed.activity.reason, failed.activity.reason
+        assert "{" not in failed.activity.reason  # one human line, not a JSON body
         await run.wait_screen(ready, wait=10)
 
         # Quit: Ctrl-C twice on an empty prompt.

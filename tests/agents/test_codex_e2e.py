@@ -87,6 +87,8 @@ async def test_codex_session_end_to_end(tmp_path: Path) -> None:
         failed = await run.wait_phase("failed", since=mark)
         assert failed.activity.reason is not None
         assert "E2E-400" in failed.activity.reason, failed.activity.reason
+        # The provider's raw body, made one line: its message (Codex keeps no status).
+        assert failed.activity.reason == "fake model: prompt rejected E2E-400"
         await run.wait_screen(ready, wait=10)
 
         # Quit: one Ctrl-C on an empty composer.
