@@ -82,8 +82,34 @@ log = logging.getLogger(__name__)
 READ_BYTES = 64 * 1024
 MAX_MESSAGE = 4000
 """Longest message a client may queue for a session (`queue_message`)."""
-READ_BUDGET = 1024 * 1024
-"""Bytes read per wake-up before yielding, so one flooding session cannot starve others."""
+READ_SLICE = 64 * 1024
+"""Bytes read per wake-up while another session is reading too: they take turns, so a
+flooding session delays another's echo by well under a millisecond per turn."""
+READ_ALONE = 1024 * 1024
+"""Bytes read per wake-up by a session reading alone: fewer trips through the event
+loop, so one busy session keeps up with the kernel."""
+TOGETHER_SECONDS = 0.05
+"""Another session that read this recently counts as busy (see `Readers`)."""
+
+
+class Readers:
+    """Which sessions read lately, so each wake-up knows its slice: a session alone
+    drains big chunks, several take turns in short ones. The two most recent distinct
+    readers are all it takes to know whether someone else read recently (O(1))."""
+
+    def __init__(self) -> None:
+        self._recent: list[tuple[int, float]] = []
+
+    def slice(self, fd: int, now: float) -> int:
+        recent = self._recent
+        others = [at for reader, at in recent if reader != fd]
+        self._recent = [(fd, now), *((reader, at) for reader, at in recent if reader != fd)][:2]
+        together = bool(others) and now - others[0] < TOGETHER_SECONDS
+        return READ_SLICE if together else READ_ALONE
+
+
+READERS = Readers()
+"""One per process: the sessions of one event loop take turns."""
 INPUT_LIMIT = 1024 * 1024
 EXIT_DRAIN_SECONDS = 0.5
 """How long, after the child exits, to wait for the reader to reach the PTY's end."""
@@ -377,7 +403,7 @@ class Session:
 
         def on_readable() -> None:
             try:
-                at_end = self._drain(READ_BUDGET)
+                at_end = self._drain(READERS.slice(fd, time.monotonic()))
             except Exception as error:  # a bug: it ends this session (see run)
                 failure.append(error)
                 at_end = True
