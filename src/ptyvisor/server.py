@@ -201,6 +201,9 @@ class Connection:
                     await self._text_message(message)
                 # Backpressure: a client that does not read its replies is not read.
                 await self.outbox.room()
+                # Messages already received come without a pause: let the other
+                # connections and sessions run between two.
+                await anyio.lowlevel.checkpoint()
         except ConnectionClosed:
             pass
 
