@@ -485,7 +485,7 @@ def test_a_recording_goes_on_after_a_crash_in_a_new_file(
     """The adopting server records on: the file so far becomes part 1, and the new
     one starts with the screen as it is, so each plays on its own."""
     recordings = tmp_path / "rec"
-    running = Serve(tmp_path, env, "--record", str(recordings))
+    running = Serve(tmp_path, env, "--record", str(recordings), "--record-limit", "65536")
     try:
 
         async def before(client: Client) -> str:
@@ -496,6 +496,11 @@ def test_a_recording_goes_on_after_a_crash_in_a_new_file(
             return session.id
 
         session = running.run(before)
+        written = recordings / f"{session}.cast"
+        wait_for(
+            lambda: written.exists() and "got:first" in written.read_text(),
+            "the recording to hold the output so far",
+        )
         os.kill(running.server_pid(), signal.SIGKILL)
 
         async def after(client: Client) -> list[str]:

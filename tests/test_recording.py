@@ -147,6 +147,11 @@ async def test_recording_is_per_spawn_too_and_export_writes_the_replay_log(
             plain = await client.spawn(["sh", "-c", "echo plain"])
             recorded = await client.spawn(["sh", "-c", PROGRAM], env=child_env(), record=True)
             assert plain.recording is None
+            by_cli = await cli(config.url, "run", "-d", "--record", "--", "echo", "from-cli")
+            assert by_cli.returncode == 0, by_cli.stderr
+            cli_id = by_cli.stdout.decode().strip()
+            listed = {summary.id: summary for summary in await client.list()}
+            assert listed[cli_id].recording == str(tmp_path / "state/recordings" / f"{cli_id}.cast")
             assert recorded.recording == str(tmp_path / "state/recordings" / f"{recorded.id}.cast")
             output = await run_to_exit(client, recorded.id)
 
