@@ -86,7 +86,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from bench_hardening import Echo
+from bench_hardening import CloseAll, Echo
 from bench_keeper import rss_kib, server_pid
 from bench_throughput import FellBehind, make_input, ptyvisor_round, raw_rate
 from ptyvisor.client import Client
@@ -893,18 +893,10 @@ async def idle_then_close(bench: Bench) -> None:
         "-",
     )
 
-    took = 0.0
-
-    async def close_all() -> None:
-        nonlocal took
-        started = time.perf_counter()
-        async with anyio.create_task_group() as tg:
-            for session in spawned:
-                tg.start_soon(control.close, session.id)
-        took = time.perf_counter() - started
-
+    closing = CloseAll(control, [session.id for session in spawned])
     progress(f"row 6: closing {sizes.sessions} sessions")
-    samples = await echo_during(bench.echo, close_all())
+    samples = await echo_during(bench.echo, closing())
+    took = closing.took
     still = len(await control.list()) - 1  # the echo's session stays
     figures = spread(samples)
     report.raw["6_close"] = {

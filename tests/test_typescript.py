@@ -18,37 +18,29 @@ from pydantic import TypeAdapter
 from ptyvisor.protocol import PROTOCOL_VERSION
 from ptyvisor.typescript import SchemaError, render, type_expression, wire_typescript
 
+from .agents.installed import installed_bin_dir
 from .test_cli import clean_env, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_SCRIPT = ROOT / "scripts" / "install_typescript.sh"
 USAGE = Path(__file__).resolve().parent / "typescript" / "usage.ts"
-INSTALL_TIMEOUT = 600
-"""A cold install downloads about 10 MB; generous for a busy machine."""
 TSC_TIMEOUT = 300
 TSC_OPTIONS = ["--noEmit", "--strict", "--module", "preserve", "--target", "es2022"]
 
-# The compiler's install (a session fixture) is not the test's time: see INSTALL_TIMEOUT.
+# The compiler's install (a session fixture, bounded in agents/installed.py) is not the
+# test's time.
 pytestmark = pytest.mark.timeout(TSC_TIMEOUT + 60, func_only=True)
 
 
 @pytest.fixture(scope="session")
 def tsc() -> Path:
     """The pinned compiler, installed by scripts/install_typescript.sh (cached)."""
-    if shutil.which("npm") is None:
-        pytest.fail(f"npm is not on PATH: {INSTALL_SCRIPT.name} installs tsc with it")
-    result = subprocess.run(
-        ["bash", str(INSTALL_SCRIPT)],
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-4000:] + result.stdout[-2000:]
-    lines = result.stdout.strip().splitlines()
-    assert lines, result.stderr
-    compiler = Path(lines[-1]) / "tsc"
-    assert compiler.is_file(), f"{INSTALL_SCRIPT.name} printed {lines[-1]} without a tsc"
+    try:
+        bin_dir = installed_bin_dir(INSTALL_SCRIPT, "tsc", RuntimeError)
+    except RuntimeError as failure:
+        pytest.fail(str(failure))
+    compiler = bin_dir / "tsc"
+    assert compiler.is_file(), f"{INSTALL_SCRIPT.name} printed {bin_dir} without a tsc"
     return compiler
 
 

@@ -13,7 +13,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["AGENTS", "INSTALL_SCRIPT", "AgentsUnavailable", "agent_bin_dir", "agent_command"]
+__all__ = [
+    "AGENTS",
+    "INSTALL_SCRIPT",
+    "AgentsUnavailable",
+    "agent_bin_dir",
+    "agent_command",
+    "installed_bin_dir",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = ROOT / "scripts" / "install_agents.sh"
@@ -40,14 +47,25 @@ def agent_bin_dir() -> Path:
 
     Cached for the process, so a pytest session runs the installer at most once.
     """
+    bin_dir = installed_bin_dir(INSTALL_SCRIPT, "the agent CLIs", AgentsUnavailable)
+    missing = [name for name in AGENTS.values() if not (bin_dir / name).exists()]
+    if missing:
+        raise AgentsUnavailable(f"{INSTALL_SCRIPT.name} printed {bin_dir!s} but it lacks {missing}")
+    return bin_dir
+
+
+def installed_bin_dir(script: Path, what: str, failure: type[Exception]) -> Path:
+    """Run one of the pinned npm installers (a no-op when its cache is complete) and
+    return the ``node_modules/.bin`` it prints last; any problem raises ``failure``
+    with the installer's own output."""
     if shutil.which("npm") is None:
-        raise AgentsUnavailable(
-            "npm is not on PATH: the agent tests need Node.js 20+ with npm to install "
-            f"the agent CLIs ({INSTALL_SCRIPT.relative_to(ROOT)})"
+        raise failure(
+            f"npm is not on PATH: the tests need Node.js 20+ with npm to install {what} "
+            f"({script.relative_to(ROOT)})"
         )
     try:
         result = subprocess.run(
-            ["bash", str(INSTALL_SCRIPT)],
+            ["bash", str(script)],
             capture_output=True,
             text=True,
             timeout=INSTALL_TIMEOUT,
@@ -55,22 +73,16 @@ def agent_bin_dir() -> Path:
             env=os.environ.copy(),
         )
     except subprocess.TimeoutExpired as error:
-        raise AgentsUnavailable(
-            f"{INSTALL_SCRIPT.name} timed out after {error.timeout} s"
-        ) from None
+        raise failure(f"{script.name} timed out after {error.timeout} s") from None
     if result.returncode != 0:
-        raise AgentsUnavailable(
-            f"{INSTALL_SCRIPT.name} failed with exit code {result.returncode}:\n"
+        raise failure(
+            f"{script.name} failed with exit code {result.returncode}:\n"
             f"{result.stderr[-4000:]}{result.stdout[-2000:]}"
         )
     lines = result.stdout.strip().splitlines()
-    bin_dir = Path(lines[-1]) if lines else Path()
-    missing = [name for name in AGENTS.values() if not (bin_dir / name).exists()]
-    if not lines or missing:
-        raise AgentsUnavailable(
-            f"{INSTALL_SCRIPT.name} printed {bin_dir!s} but it lacks {missing or 'everything'}"
-        )
-    return bin_dir
+    if not lines:
+        raise failure(f"{script.name} printed no directory: {result.stderr[-2000:]}")
+    return Path(lines[-1])
 
 
 def agent_command(agent: str) -> list[str]:
