@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
+from ptyvisor.terminal import TerminalSignal
 
 
 def phase(t: ActivityTracker) -> ActivityPhase:
@@ -281,3 +282,118 @@ def test_a_failed_reason_is_one_short_line() -> None:
     assert t.activity.reason == "429 Too Many Requests: slow down"
     assert activity(t, "waiting", 20, reason='{"kept": "as is"}')  # only failures
     assert t.activity.reason == '{"kept": "as is"}'
+
+
+# ---------------------------------------------------------------------- sources and
+# inferred activity from terminal signals
+
+
+def signals(t: ActivityTracker, at: int, *sent: TerminalSignal) -> bool:
+    return t.terminal_signals(sent, at)
+
+
+def seen(t: ActivityTracker) -> tuple[str, str | None, str, int]:
+    """(phase, reason, source, since)."""
+    a = t.activity
+    return a.phase.value, a.reason, a.source, a.since
+
+
+PROMPT = TerminalSignal("prompt")
+COMMAND = TerminalSignal("command")
+
+
+def test_every_activity_says_where_it_came_from() -> None:
+    t = tracker()
+    assert seen(t)[2] == "process", "the start is the process's"
+    activity(t, "working", 2000)
+    assert seen(t)[2] == "extension"
+    t.process_exited(exit_code=1, signal=None, now_ms=3000)
+    assert seen(t)[2] == "process"
+
+    agent = ActivityTracker(now_ms=1000, agent="codex")
+    assert agent.started_up(2000)
+    assert seen(agent)[2] == "terminal", "inferred from quiet output"
+    activity(agent, "working", 3000)
+    assert seen(agent)[2] == "extension"
+    assert agent.interrupted(4000)
+    assert seen(agent)[2] == "terminal", "inferred from a keystroke"
+
+
+def test_shell_marks_give_inferred_activity() -> None:
+    t = tracker()
+    assert signals(t, 2000, PROMPT)
+    assert seen(t) == ("waiting", "prompt", "terminal", 2000)
+    assert not signals(t, 2100, TerminalSignal("prompt")), "133;B after A changes nothing"
+    assert signals(t, 3000, COMMAND)
+    assert seen(t) == ("working", "command", "terminal", 3000)
+    assert signals(t, 4000, TerminalSignal("done", value=2), PROMPT)
+    assert seen(t)[:2] == ("waiting", "exited 2"), "the prompt keeps it"
+    assert signals(t, 5000, COMMAND, TerminalSignal("done", value=0), PROMPT)
+    assert seen(t) == ("waiting", "prompt", "terminal", 5000)
+    assert t.pending is None
+
+
+def test_progress_and_notifications_give_inferred_activity() -> None:
+    t = tracker()
+    assert signals(t, 2000, TerminalSignal("progress", state=1, value=42))
+    assert seen(t) == ("working", "42%", "terminal", 2000)
+    assert signals(t, 2100, TerminalSignal("progress", state=2, value=50))
+    assert t.activity.reason == "error 50%"
+    assert signals(t, 2200, TerminalSignal("progress", state=3))
+    assert seen(t) == ("working", None, "terminal", 2000)
+    assert signals(t, 2300, TerminalSignal("progress", state=0))
+    assert seen(t)[:2] == ("waiting", None)
+    assert signals(t, 3000, TerminalSignal("notification", text="Build done"))
+    assert seen(t)[:2] == ("needs_input", "Build done")
+    assert t.pending is None, "a notification is never an interaction"
+    assert signals(t, 3100, TerminalSignal("bell"))
+    assert seen(t)[:3] == ("needs_input", "bell", "terminal")
+    assert t.pending is None
+    assert signals(t, 3200, TerminalSignal("notification"))
+    assert t.activity.reason == "notification"
+
+
+def test_the_extension_wins_over_terminal_signals() -> None:
+    t = tracker()
+    assert signals(t, 2000, COMMAND)
+    assert activity(t, "waiting", 2500, agent="script")
+    assert t.activity.source == "extension"
+    for signal in (PROMPT, COMMAND, TerminalSignal("bell"), TerminalSignal("notification")):
+        assert not signals(t, 3000, signal)
+    assert not signals(t, 3000, TerminalSignal("progress", state=1, value=5))
+    assert seen(t) == ("waiting", None, "extension", 2500)
+
+    # A session spawned with an agent expects its extension from the start.
+    agent = ActivityTracker(now_ms=1000, agent="claude-code")
+    assert not signals(agent, 2000, TerminalSignal("notification", text="hi"), COMMAND)
+    assert seen(agent) == ("starting", None, "process", 1000)
+
+    # A stale frame after an applied one is ignored, and signals still are.
+    t2 = tracker()
+    assert activity(t2, "working", 5000)
+    assert not activity(t2, "waiting", 4000)
+    assert not signals(t2, 6000, PROMPT)
+
+
+def test_terminal_signals_after_the_exit_change_nothing() -> None:
+    t = tracker()
+    assert signals(t, 2000, COMMAND)
+    assert t.process_exited(exit_code=0, signal=None, now_ms=3000)
+    assert seen(t) == ("stopped", None, "process", 3000)
+    assert not signals(t, 4000, PROMPT, TerminalSignal("bell"))
+    assert seen(t) == ("stopped", None, "process", 3000)
+
+
+def test_the_extension_rule_survives_a_planned_restart() -> None:
+    t = tracker()
+    activity(t, "working", 2000)
+    restored = tracker()
+    restored.restore(t.export())
+    assert not signals(restored, 3000, PROMPT)
+    assert restored.activity.source == "extension"
+
+    inferred = tracker()
+    signals(inferred, 2000, COMMAND)
+    again = tracker()
+    again.restore(inferred.export())
+    assert signals(again, 3000, PROMPT)

@@ -158,7 +158,7 @@ async def test_an_activity_event_is_sent_only_on_a_real_change(
     events = await until(client, exited)
     changes = [e for e in events if isinstance(e, ActivityChanged)]
     assert [(c.activity.phase.value, c.changed) for c in changes] == [
-        ("waiting", ["phase", "since", "agent"]),
+        ("waiting", ["phase", "since", "agent", "source"]),
         ("waiting", ["reason"]),
         ("stopped", ["phase", "since", "reason"]),
     ]

@@ -2,8 +2,12 @@
 
 Activity is reported in-band by agent extensions (see `frames`) and is transient: it
 lives in memory only and is rebuilt from frames after a restart. The tracker is a
-small state machine fed with decoded frame payloads and with the process's exit;
-it never looks at screen text.
+small state machine fed with decoded frame payloads, with the process's exit and
+with the signals any program's output carries (`terminal.TerminalSignal`:
+notifications, bells, progress, shell prompt marks); it never looks at screen text.
+Every activity says where it came from (``source``): ``extension`` (a frame),
+``terminal`` (inferred: those signals, a keystroke, quiet output) or ``process``
+(the start, the exit).
 
 Rules (each one pinned by a test):
 - A frame whose ``at`` is older than the last applied frame is ignored: hooks run
@@ -29,20 +33,31 @@ Rules (each one pinned by a test):
   ``needs_input`` meanwhile); the subagent's own stop (``subagent_stopped`` with the
   same id) clears it if it was created no later than that stop, its tool call's end
   clears it by id, and ``stopped`` and the exit clear everything.
+- Terminal signals are inferred activity (``source: terminal``): a prompt (OSC 133
+  A/B) or a command's end (D) is ``waiting`` (reason ``prompt``, or ``exited N`` for a
+  non-zero status, which the prompt after it keeps), a command (C) ``working``
+  (``command``), progress (OSC 9;4) ``working`` (``42%``; ``error``, ``paused``) or,
+  when done (state 0), ``waiting``; a notification or a bell is ``needs_input`` with
+  its text (or ``bell``) as the reason and never an interaction. The extension wins:
+  once any authentic frame has been applied, or from the start for a session spawned
+  with an agent (its extension will report), they change nothing; nor after the exit.
 """
 
 from __future__ import annotations
 
 import signal as signals
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ptyvisor.failures import failure_reason
 from ptyvisor.interaction import Interaction
+
+if TYPE_CHECKING:  # the terminal (and pyte) is the server's, not every client's
+    from ptyvisor.terminal import TerminalSignal
 
 
 class ActivityPhase(StrEnum):
@@ -61,6 +76,9 @@ ReportedPhase = Literal["starting", "working", "needs_input", "waiting", "failed
 """Phases an extension may report; ``unavailable`` only means "nobody reported"."""
 
 MAX_REASON_CHARS = 4000
+ActivitySource = Literal["extension", "terminal", "process"]
+"""Where an activity came from: an extension's frame; inferred from the terminal (its
+signals, a keystroke, quiet output); the process (its start, its exit)."""
 AgentName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 
 
@@ -74,6 +92,12 @@ class Activity(BaseModel):
     agent: str | None = None
     reason: str | None = None
     native_session_id: str | None = None
+    source: ActivitySource = Field(
+        default="process",
+        description="Where it came from: `extension` (an agent extension's frame, "
+        "authoritative), `terminal` (inferred from the program's output or a keystroke: "
+        "lower confidence) or `process` (the start, the exit)",
+    )
 
 
 class ActivityReport(BaseModel):
@@ -152,6 +176,8 @@ class ActivityTracker:
         self._cleared: OrderedDict[str, int] = OrderedDict()  # id -> when it was cleared
         self._last_at = 0
         self._final = False
+        self._extension = agent is not None
+        """An extension reports (or will): terminal signals change nothing."""
 
     @property
     def activity(self) -> Activity:
@@ -166,6 +192,7 @@ class ActivityTracker:
             "cleared": list(self._cleared.items()),
             "last_at": self._last_at,
             "final": self._final,
+            "extension": self._extension,
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -177,6 +204,7 @@ class ActivityTracker:
         self._cleared = OrderedDict((str(k), int(v)) for k, v in state.get("cleared", ()))
         self._last_at = int(state.get("last_at", 0))
         self._final = bool(state.get("final", False))
+        self._extension = bool(state.get("extension", self._extension or self._last_at > 0))
 
     def resume(self, activity: Activity) -> None:
         """After a crash of the server: the last activity the records know (see
@@ -198,6 +226,7 @@ class ActivityTracker:
         if self.stale(payload):
             return False
         self._last_at = payload.at
+        self._extension = True
         match payload:
             case ActivityReport():
                 return self._report(payload)
@@ -231,6 +260,7 @@ class ActivityTracker:
                 agent=report.agent,
                 reason=reason,
                 native_session_id=report.native_session_id,
+                source="extension",
             )
             or changed
         )
@@ -244,7 +274,11 @@ class ActivityTracker:
         self._pending_subagent = report.agent_id
         return (
             self._set_phase(
-                ActivityPhase.NEEDS_INPUT, at=report.at, agent=interaction.agent, reason=None
+                ActivityPhase.NEEDS_INPUT,
+                at=report.at,
+                agent=interaction.agent,
+                reason=None,
+                source="extension",
             )
             or changed
         )
@@ -272,7 +306,7 @@ class ActivityTracker:
         """The pending interaction is over but the turn goes on: back to ``working``."""
         self._clear(at)
         if self._activity.phase is ActivityPhase.NEEDS_INPUT:
-            self._set_phase(ActivityPhase.WORKING, at=at, reason=None)
+            self._set_phase(ActivityPhase.WORKING, at=at, reason=None, source="extension")
         return True
 
     def started_up(self, at: int) -> bool:
@@ -281,7 +315,7 @@ class ActivityTracker:
         if self._final or self._activity.phase is not ActivityPhase.STARTING:
             return False
         self._last_at = max(self._last_at, at)
-        return self._set_phase(ActivityPhase.WAITING, at=at, reason=None)
+        return self._set_phase(ActivityPhase.WAITING, at=at, reason=None, source="terminal")
 
     def interrupted(self, at: int) -> bool:
         """The user pressed Esc / Ctrl-C during a turn: no agent reports that, so the
@@ -293,7 +327,43 @@ class ActivityTracker:
             return False
         self._last_at = max(self._last_at, at)
         self._clear()
-        return self._set_phase(ActivityPhase.WAITING, at=at, reason="interrupted")
+        return self._set_phase(
+            ActivityPhase.WAITING, at=at, reason="interrupted", source="terminal"
+        )
+
+    def terminal_signals(self, signals: Iterable[TerminalSignal], at: int) -> bool:
+        """Inferred activity from signals in the program's output (oldest first), unless
+        an extension reports (see the rules); returns whether anything visible changed."""
+        if self._final or self._extension:
+            return False
+        changed = False
+        for signal in signals:
+            phase, reason = self._inferred(signal)
+            changed = self._set_phase(phase, at=at, reason=reason, source="terminal") or changed
+        return changed
+
+    def _inferred(self, signal: TerminalSignal) -> tuple[ActivityPhase, str | None]:
+        current = self._activity
+        match signal.kind:
+            case "prompt":
+                if current.phase is ActivityPhase.WAITING and current.source == "terminal":
+                    return ActivityPhase.WAITING, current.reason  # "exited 1" stays
+                return ActivityPhase.WAITING, "prompt"
+            case "done":
+                status = signal.value
+                return ActivityPhase.WAITING, f"exited {status}" if status else "prompt"
+            case "command":
+                return ActivityPhase.WORKING, "command"
+            case "progress":
+                if signal.state == 0:
+                    return ActivityPhase.WAITING, None
+                label = {2: "error", 4: "paused"}.get(signal.state)
+                percent = None if signal.value is None else f"{signal.value}%"
+                return ActivityPhase.WORKING, " ".join(filter(None, (label, percent))) or None
+            case "notification":
+                return ActivityPhase.NEEDS_INPUT, signal.text or "notification"
+            case "bell":
+                return ActivityPhase.NEEDS_INPUT, "bell"
 
     def _clear(self, at: int | None = None) -> bool:
         if self._pending is None:
@@ -315,6 +385,7 @@ class ActivityTracker:
         *,
         at: int,
         reason: str | None,
+        source: ActivitySource,
         agent: str | None = None,
         native_session_id: str | None = None,
     ) -> bool:
@@ -326,6 +397,7 @@ class ActivityTracker:
                 agent=agent or current.agent,
                 reason=reason,
                 native_session_id=native_session_id or current.native_session_id,
+                source=source,
             )
         )
 
@@ -359,6 +431,7 @@ class ActivityTracker:
                 agent=current.agent,
                 reason=reason,
                 native_session_id=current.native_session_id,
+                source="process",
             )
         )
 

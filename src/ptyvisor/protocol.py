@@ -549,7 +549,14 @@ class SnapshotMessage(_Model):
 
 
 ActivityField = Literal[
-    "phase", "since", "reason", "agent", "native_session_id", "pending_interaction", "answerable"
+    "phase",
+    "since",
+    "reason",
+    "agent",
+    "native_session_id",
+    "source",
+    "pending_interaction",
+    "answerable",
 ]
 
 

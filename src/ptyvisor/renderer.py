@@ -15,6 +15,11 @@ the skipped chunks (no copy) and the scan runs later, before the next render, wh
 the reader is quiet. A flood longer than ``MODE_SCAN_LIMIT`` has its older part
 scanned as it goes (with a cheap prefilter, see `_skip_to`), so memory stays
 bounded and mode changes are kept.
+
+The terminal's signals (notifications, bells, progress, shell prompt marks: see
+`terminal.TerminalSignal`) are taken after each batch and handed to ``on_signals``
+on the event loop, never from the worker thread. Skipped bytes give none: the
+signals of a flood's skipped part are lost, which inferred activity can afford.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import anyio.to_thread
 
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.outputlog import OutputLog
-from ptyvisor.terminal import HeadlessTerminal, TerminalSnapshot
+from ptyvisor.terminal import HeadlessTerminal, TerminalSignal, TerminalSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +60,11 @@ class Renderer:
         scrollback: int,
         lag_limit: int = DEFAULT_LAG_LIMIT,
         on_reply: Callable[[bytes], None] | None = None,
+        on_signals: Callable[[list[TerminalSignal]], None] | None = None,
         reader_busy: Callable[[], bool] = lambda: False,
     ) -> None:
         self._log = log
+        self._on_signals = on_signals
         self._terminal = HeadlessTerminal(cols, rows, scrollback=scrollback, on_reply=on_reply)
         # Skipped bytes must still be in the log when they are skipped (their mode
         # changes are kept), so both bounds shrink with a small log.
@@ -149,6 +156,12 @@ class Renderer:
             self.failed += 1
             self._terminal.skip(data)
         self.rendered_seq = seq
+        signals = self._terminal.take_signals()
+        if signals and self._on_signals is not None:
+            try:
+                self._on_signals(signals)
+            except Exception:  # inferred activity is not worth the session
+                log.exception("applying terminal signals failed; dropped")
 
     async def snapshot(
         self, at_least: int, *, scrollback: bool = True
@@ -186,6 +199,7 @@ class Renderer:
         if not self._log.holds(seq):
             return
         self._terminal.feed(ansi.encode())
+        self._terminal.take_signals()  # the screen as it was, not new output
         self.rendered_seq = seq
         self._wake.set()
 

@@ -75,7 +75,7 @@ from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 from ptyvisor.sizing import SizePolicy
 from ptyvisor.spawn import DEFAULT_TERM
-from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.terminal import HeadlessTerminal, TerminalSignal
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +285,7 @@ class Session:
             scrollback=config.scrollback,
             lag_limit=config.render_lag_limit or DEFAULT_LAG_LIMIT,
             on_reply=self._answer_query,
+            on_signals=self._terminal_signals,
             reader_busy=self._reader_busy,
         )
         self._subscribers: list[Subscriber] = []
@@ -527,6 +528,12 @@ class Session:
         if first:
             # Once per reason; never the frame itself (it may carry the nonce).
             log.warning("session %s: rejected activity frame: %s", self.id, reason)
+
+    def _terminal_signals(self, signals: list[TerminalSignal]) -> None:
+        """Signals the renderer found in the output (on the event loop, after a batch):
+        inferred activity, unless an extension reports (see `ActivityTracker`)."""
+        if self.tracker.terminal_signals(signals, now_ms()):
+            self._activity_changed()
 
     async def _ready_when_quiet(self) -> None:
         """For an agent that cannot report Ready: its start-up output has gone quiet,
@@ -1017,6 +1024,7 @@ class Session:
             "reason": activity.reason,
             "agent": activity.agent,
             "native_session_id": activity.native_session_id,
+            "source": activity.source,
             "pending_interaction": self.tracker.pending,
             "answerable": self._answerable_shown,
         }

@@ -22,6 +22,13 @@ fixed here, each with a test in ``tests/test_terminal.py``:
 4. **DCS, APC, PM and SOS payloads drawn as text.** They are consumed silently
    (same terminators and bounds as OSC).
 
+Signals (`TerminalSignal`, taken with `HeadlessTerminal.take_signals`): what any
+program's output says about its activity, which the session turns into inferred
+activity (see `activity`). Notifications (OSC 9 text, OSC 777;notify, OSC 99) and a
+bare BEL (one that ends an OSC is not a bell), progress (OSC 9;4), and shell
+integration marks (OSC 133 A/B prompt, C command, D done). They are only noticed:
+the sequences themselves stay in the output, as any other.
+
 Also handled: colon SGR sub-parameters (``38:2::r:g:b``, ``4:3``) and dim,
 hidden and overline; 256-colour indices kept apart from truecolor;
 ``CSI S``/``CSI T`` scroll (SU feeds scrollback like a line feed does);
@@ -59,7 +66,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import pyte
 from pyte import modes as mo
@@ -86,7 +93,9 @@ __all__ = [
     "HeadlessTerminal",
     "MouseEncoding",
     "MouseTracking",
+    "SignalKind",
     "TerminalModes",
+    "TerminalSignal",
     "TerminalSnapshot",
 ]
 
@@ -100,6 +109,10 @@ OSC_LIMIT = 4096
 BIG_STRING_LIMIT = 8 * 1024 * 1024
 """The same bound for OSC 52 and DCS/APC/PM/SOS, whose payloads can be large."""
 MAX_PARAMS = 256
+MAX_SIGNALS = 64
+"""Signals kept between two `HeadlessTerminal.take_signals` (the newest)."""
+SIGNAL_TEXT_CHARS = 256
+"""A notification's text is cut to this many characters (controls removed)."""
 """A control sequence longer than this is dropped; the rest is ordinary output."""
 TITLE_STACK_LIMIT = 10
 
@@ -954,6 +967,85 @@ class _Screen(pyte.Screen):
         self.apply_sgr(";".join(map(str, attrs)))
 
 
+# -- signals -----------------------------------------------------------------
+
+SignalKind = Literal["notification", "bell", "progress", "prompt", "command", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalSignal:
+    """One activity hint in a program's output (see the module docstring).
+
+    - ``notification``: OSC 9 text, OSC 777;notify;title;body, OSC 99; ``text``.
+    - ``bell``: a BEL on its own.
+    - ``progress``: OSC 9;4;state;progress; ``state`` 0 (done) to 4, ``value`` the
+      percentage when given.
+    - ``prompt`` (OSC 133;A or B), ``command`` (133;C), ``done`` (133;D, ``value``
+      the exit status when given).
+    """
+
+    kind: SignalKind
+    text: str = ""
+    state: int = 0
+    value: int | None = None
+
+
+def _signal_text(text: str) -> str:
+    return " ".join(_C0.sub(" ", text).split())[:SIGNAL_TEXT_CHARS]
+
+
+def _small_int(text: str) -> int | None:
+    text = text.strip()
+    digits = text[1:] if text[:1] == "-" else text
+    if not digits.isdigit() or len(digits) > 9:
+        return None
+    return int(text)
+
+
+def osc_signal(number: str, value: str) -> TerminalSignal | None:
+    """The signal an OSC ``number;value`` carries, if any."""
+    if number == "9":
+        head, _, rest = value.partition(";")
+        if head.isdigit():
+            # ConEmu's OSC 9;N commands (9;4 progress, 9;9 working directory, ...):
+            # only progress is a signal, never the others' text.
+            if head != "4":
+                return None
+            fields = rest.split(";")
+            state = _small_int(fields[0]) if fields[0] else 0
+            if state is None or not 0 <= state <= 4:
+                return None
+            progress = _small_int(fields[1]) if len(fields) > 1 else None
+            if progress is not None:
+                progress = min(max(progress, 0), 100)
+            return TerminalSignal("progress", state=state, value=progress)
+        return TerminalSignal("notification", text=_signal_text(value))
+    if number == "777":
+        command, _, rest = value.partition(";")
+        if command != "notify":
+            return None
+        title, _, body = rest.partition(";")
+        title, body = _signal_text(title), _signal_text(body)
+        text = f"{title}: {body}" if title and body else title or body
+        return TerminalSignal("notification", text=text[:SIGNAL_TEXT_CHARS])
+    if number == "99":
+        # kitty: metadata;payload. A notification may come in several (each one is
+        # a signal); one with no payload (a query, a close) is none.
+        _metadata, _, payload = value.partition(";")
+        text = _signal_text(payload)
+        return TerminalSignal("notification", text=text) if text else None
+    if number == "133":
+        mark, _, rest = value.partition(";")
+        if mark in ("A", "B"):
+            return TerminalSignal("prompt")
+        if mark == "C":
+            return TerminalSignal("command")
+        if mark == "D":
+            status = rest.partition(";")[0]
+            return TerminalSignal("done", value=_small_int(status) if status else None)
+    return None
+
+
 # -- parser ------------------------------------------------------------------
 
 _TEXT = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
@@ -966,6 +1058,8 @@ _CSI_BODY = re.compile(r"([<=>?]?)([0-9:;]*)([ -/]*)")
 _OSC_END = re.compile(r"[\x07\x18\x1a\x1b\x9c]")
 _STRING_END = re.compile(r"[\x18\x1a\x1b\x9c]")
 _C0 = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SIGNAL_OSCS = frozenset({"9", "99", "133", "777"})
+_BELL = TerminalSignal("bell")
 _STRING_INTRODUCERS = {
     "osc": "\x1b]",
     "dcs": "\x1bP",
@@ -1000,8 +1094,10 @@ class _Parser:
         self._string_limit = OSC_LIMIT
         self._string_kept: list[str] = []
         self._string_kept_len = 0
+        self.signals: deque[TerminalSignal] = deque(maxlen=MAX_SIGNALS)
         s = screen
         self._controls: dict[str, Callable[[], None]] = {
+            "\x07": self._bell,
             "\x08": s.backspace,
             "\t": s.tab,
             "\n": s.linefeed,
@@ -1189,6 +1285,9 @@ class _Parser:
             screen.alignment_display()
         # G2/G3 designation, ESC % (charset coding system), ESC SP F ...: ignored.
 
+    def _bell(self) -> None:
+        self.signals.append(_BELL)
+
     def _next_line(self) -> None:
         self.screen.carriage_return()
         self.screen.index()
@@ -1328,6 +1427,10 @@ class _Parser:
                 self.screen.title = _C0.sub("", value)
             elif sep and number == "8":
                 self.screen.set_link(value)
+            elif sep and number in _SIGNAL_OSCS:
+                signal = osc_signal(number, value)
+                if signal is not None:
+                    self.signals.append(signal)
         self._string = ""
 
 
@@ -1370,6 +1473,16 @@ class HeadlessTerminal:
         text = self._decoder.decode(data)
         if text:
             self._parser.feed(text)
+
+    def take_signals(self) -> list[TerminalSignal]:
+        """The signals seen since the last call, oldest first (at most `MAX_SIGNALS`,
+        the newest). Bytes passed to `skip` give none."""
+        signals = self._parser.signals
+        if not signals:
+            return []
+        taken = list(signals)
+        signals.clear()
+        return taken
 
     def skip(self, data: bytes, start: int = 0, end: int | None = None) -> None:
         """Bytes not rendered (a flood): apply only their private mode changes and the
