@@ -8,12 +8,14 @@ session where an extension's frames and the terminal's signals both arrive."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ptyvisor.client import Client, Event
+from ptyvisor.commands import format_table
 from ptyvisor.protocol import ActivityChanged, ProcessChanged
 from ptyvisor.terminal import (
     MAX_SIGNALS,
@@ -158,8 +160,10 @@ async def test_a_shell_with_prompt_marks(
     events += await until(client, activity_is("working", "command"))
     await client.send_input(b"go\r")
     events += await until(client, activity_is("waiting", "prompt"))
-    listed = {s.id: s for s in await client.list()}[session.id].activity
-    assert (listed.phase.value, listed.source) == ("waiting", "terminal")
+    summary = {s.id: s for s in await client.list()}[session.id]
+    assert (summary.activity.phase.value, summary.activity.source) == ("waiting", "terminal")
+    row = format_table([summary]).splitlines()[1]
+    assert re.search(r"\s+running\s+Ready\?\s+\d+s\s+-\s+prompt\s", row), row
 
     # A failing command's status stays the reason through the prompt that follows.
     await client.send_input(b"false\r")

@@ -165,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser(
         "ls",
         help="list sessions",
-        description="A table of the sessions: process, activity, agent, reason, pending "
+        description="A table of the sessions: process, activity (`Ready?`: inferred from "
+        "the terminal, not reported by an extension), agent, reason, pending "
         "interaction, queued message, clients, command.",
     )
     client_options(ls)
@@ -941,7 +942,7 @@ def format_table(sessions: list[SessionSummary], *, width: int | None = None) ->
                 s.id,
                 s.name,
                 process,
-                PHASE_LABELS[s.activity.phase.value],
+                _activity_label(s),
                 _ago(now - s.activity.since),
                 s.agent or "-",
                 reason,
@@ -960,6 +961,12 @@ def format_table(sessions: list[SessionSummary], *, width: int | None = None) ->
     if width is not None:
         lines = [line if len(line) <= width else line[: max(width - 1, 0)] + "…" for line in lines]
     return "\n".join(lines)
+
+
+def _activity_label(s: SessionSummary) -> str:
+    """The phase; ``?`` after it when inferred from the terminal, not reported."""
+    label = PHASE_LABELS[s.activity.phase.value]
+    return f"{label}?" if s.activity.source == "terminal" else label
 
 
 PENDING_ID_CHARS = 12
