@@ -43,6 +43,12 @@ def test_shell_from_the_form_runs_what_is_typed(server: Server, page: Page) -> N
     rows, cols = listed["shell"]["size"]["rows"], listed["shell"]["size"]["cols"]
     wait_for_terminal(page, f"^{rows} {cols}$")
     screenshot(page, "terminal")
+    # Progress the program reports in its output (OSC 9;4): inferred, so marked.
+    page.keyboard.type("printf '\\033]9;4;1;50\\007'")
+    page.keyboard.press("Enter")
+    for badge in (entry.locator(".badge"), page.locator("#session-badge")):
+        expect(badge).to_have_text("Working?")
+        expect(badge).to_have_attribute("title", re.compile("^Inferred from the terminal"))
 
 
 def test_badge_follows_reported_activity(server: Server, page: Page, tmp_path: Path) -> None:

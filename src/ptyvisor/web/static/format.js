@@ -22,20 +22,30 @@ export function phaseLabel(phase) {
   return PHASE_LABELS[phase] ?? phase;
 }
 
+/** The badge's tooltip when the phase is inferred from the terminal. */
+export const INFERRED_TITLE =
+  "Inferred from the terminal (a prompt, progress, a notification or a bell), " +
+  "not reported by an agent extension";
+
 /**
- * What the badge says and which colour class it gets. "unavailable" means no
- * extension ever reported: the program is just running ("Live") until it exits.
+ * What the badge says, which colour class it gets and its tooltip. "unavailable"
+ * means no extension ever reported: the program is just running ("Live") until it
+ * exits. A phase inferred from the terminal's signals (`source: "terminal"`) is
+ * marked with a "?", as `ptyvisor ls` does.
  * @param {SessionSummary} session
- * @returns {{label: string, phase: string}}
+ * @returns {{label: string, phase: string, title: string}}
  */
 export function badgeOf(session) {
   const phase = session.activity.phase;
   if (phase === "unavailable") {
     return session.process.state === "exited"
-      ? { label: "Stopped", phase: "stopped" }
-      : { label: "Live", phase: "live" };
+      ? { label: "Stopped", phase: "stopped", title: "" }
+      : { label: "Live", phase: "live", title: "" };
   }
-  return { label: phaseLabel(phase), phase };
+  if (session.activity.source === "terminal") {
+    return { label: `${phaseLabel(phase)}?`, phase, title: INFERRED_TITLE };
+  }
+  return { label: phaseLabel(phase), phase, title: "" };
 }
 
 /** Longest reason shown in a list entry or the header; the full one is in its tooltip. */

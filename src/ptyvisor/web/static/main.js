@@ -447,6 +447,7 @@ class App {
     const badgeEl = byId("session-badge");
     badgeEl.textContent = badge.label;
     badgeEl.className = `badge phase-${badge.phase}`;
+    badgeEl.title = badge.title;
     const reason = reasonText(session);
     const reasonEl = byId("session-reason");
     reasonEl.textContent = reason ? `· ${reason}` : "";

@@ -10,6 +10,8 @@
  * @property {string | null} [agent]
  * @property {string | null} [reason]
  * @property {string | null} [native_session_id]
+ * @property {"extension" | "terminal" | "process"} source where it came from:
+ *   an extension's frame, inferred from the terminal, or the process (start, exit)
  *
  * @typedef {object} ProcessState
  * @property {"starting" | "running" | "exited"} state

@@ -123,6 +123,7 @@ export class SessionList extends EventTarget {
     entry.name.title = session.name;
     setText(entry.badge, badge.label);
     entry.badge.className = `badge phase-${badge.phase}`;
+    entry.badge.title = badge.title;
     const command = commandText(session);
     setText(entry.command, command);
     entry.command.title = `${command}\nin ${session.cwd}`;
