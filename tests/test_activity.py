@@ -397,3 +397,34 @@ def test_the_extension_rule_survives_a_planned_restart() -> None:
     again = tracker()
     again.restore(inferred.export())
     assert signals(again, 3000, PROMPT)
+
+
+def test_attention_outlasts_the_prompt_and_ends_with_a_command_or_a_key() -> None:
+    t = tracker()
+    signals(t, 2000, COMMAND)
+    # `make; notify`: the notification, then the shell's prompt after the command.
+    assert signals(t, 3000, TerminalSignal("notification", text="built"))
+    assert not signals(t, 3000, TerminalSignal("done", value=0), PROMPT)
+    assert seen(t) == ("needs_input", "built", "terminal", 3000)
+    assert signals(t, 4000, TerminalSignal("bell"))
+    assert t.attended(5000), "the user typed: back to the prompt that came meanwhile"
+    assert seen(t) == ("waiting", "prompt", "terminal", 5000)
+    assert not t.attended(5100), "nothing to attend to"
+
+    assert signals(t, 5500, COMMAND, TerminalSignal("bell"))
+    assert t.attended(5600), "back to what it was before"
+    assert seen(t) == ("working", "command", "terminal", 5600)
+    assert signals(t, 6000, TerminalSignal("bell"))
+    assert signals(t, 6100, COMMAND), "a command ends it too"
+    assert seen(t) == ("working", "command", "terminal", 6100)
+
+    fresh = tracker()
+    assert signals(fresh, 2000, TerminalSignal("bell"))
+    assert fresh.attended(3000)
+    assert seen(fresh) == ("unavailable", None, "process", 3000)
+
+    reported = tracker()
+    activity(reported, "needs_input", 2000)
+    assert not reported.attended(3000), "an extension's needs_input is the extension's"
+    assert reported.process_exited(exit_code=0, signal=None, now_ms=4000)
+    assert not reported.attended(5000)

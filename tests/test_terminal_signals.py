@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.client import Client, Event
+from ptyvisor.client import Client, Event, Output
 from ptyvisor.commands import format_table
 from ptyvisor.protocol import ActivityChanged, ProcessChanged
 from ptyvisor.terminal import (
@@ -168,6 +168,17 @@ async def test_a_shell_with_prompt_marks(
     # A failing command's status stays the reason through the prompt that follows.
     await client.send_input(b"false\r")
     events += await until(client, activity_is("waiting", "exited 1"))
+
+    # A notification outlasts the prompt after it, until the user types.
+    start = len(events)
+    await client.send_input(rb"printf '\033]9;tests done\007'" + b"\r")
+    events += await until(client, activity_is("needs_input", "tests done"))
+    prompt = re.compile(rb"\x1b\]9;tests done\x07\x1b\]133;D;0\x07.*\x1b\]133;B\x07", re.S)
+    while not prompt.search(output_of(events[start:])):
+        events += await until(client, lambda e: isinstance(e, Output))
+    await client.capture(session.id)  # the prompt's marks are rendered, and applied
+    summary = {s.id: s for s in await client.list()}[session.id]
+    assert (summary.activity.phase.value, summary.activity.reason) == ("needs_input", "tests done")
 
     await client.send_input(b"exit\r")
     events += await until(client, exited)

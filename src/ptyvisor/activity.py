@@ -38,7 +38,10 @@ Rules (each one pinned by a test):
   non-zero status, which the prompt after it keeps), a command (C) ``working``
   (``command``), progress (OSC 9;4) ``working`` (``42%``; ``error``, ``paused``) or,
   when done (state 0), ``waiting``; a notification or a bell is ``needs_input`` with
-  its text (or ``bell``) as the reason and never an interaction. The extension wins:
+  its text (or ``bell``) as the reason and never an interaction. That attention
+  outlasts the prompt after it (``make; notify`` then the prompt still needs the
+  user); a command, progress, or the user's input (`attended`: back to what was
+  before, or to the prompt that came meanwhile) ends it. The extension wins:
   once any authentic frame has been applied, or from the start for a session spawned
   with an agent (its extension will report), they change nothing; nor after the exit.
 """
@@ -178,6 +181,8 @@ class ActivityTracker:
         self._final = False
         self._extension = agent is not None
         """An extension reports (or will): terminal signals change nothing."""
+        self._before_attention: Activity | None = None
+        """What an inferred ``needs_input`` (a notification, a bell) interrupted."""
 
     @property
     def activity(self) -> Activity:
@@ -338,12 +343,39 @@ class ActivityTracker:
             return False
         changed = False
         for signal in signals:
-            phase, reason = self._inferred(signal)
+            current = self._activity
+            attention = current.phase is ActivityPhase.NEEDS_INPUT and current.source == "terminal"
+            if attention and signal.kind in ("prompt", "done"):
+                # The prompt after a notification: the user has yet to look, and will
+                # find the shell at its prompt when they do.
+                before = self._before_attention or current
+                phase, reason = self._inferred(signal, before)
+                self._before_attention = before.model_copy(
+                    update={"phase": phase, "reason": reason, "source": "terminal"}
+                )
+                continue
+            phase, reason = self._inferred(signal, current)
+            if phase is ActivityPhase.NEEDS_INPUT and not attention:
+                self._before_attention = current
             changed = self._set_phase(phase, at=at, reason=reason, source="terminal") or changed
         return changed
 
-    def _inferred(self, signal: TerminalSignal) -> tuple[ActivityPhase, str | None]:
+    def attended(self, at: int) -> bool:
+        """The user typed into a session whose inferred ``needs_input`` (a notification,
+        a bell) asked for them: back to what it was before."""
         current = self._activity
+        if self._final or not (
+            current.phase is ActivityPhase.NEEDS_INPUT and current.source == "terminal"
+        ):
+            return False
+        before = self._before_attention or current.model_copy(
+            update={"phase": ActivityPhase.WAITING, "reason": None}
+        )
+        self._before_attention = None
+        return self._replace(before.model_copy(update={"since": at}))
+
+    @staticmethod
+    def _inferred(signal: TerminalSignal, current: Activity) -> tuple[ActivityPhase, str | None]:
         match signal.kind:
             case "prompt":
                 if current.phase is ActivityPhase.WAITING and current.source == "terminal":

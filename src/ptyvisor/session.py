@@ -666,11 +666,9 @@ class Session:
             return False
         if len(self._input) + len(data) > INPUT_LIMIT:
             return False
-        if (
-            self.agent
-            and (data == b"\x1b" or b"\x03" in data)
-            and self.tracker.interrupted(now_ms())
-        ):
+        interrupt = self.agent and (data == b"\x1b" or b"\x03" in data)
+        # An interrupt ends an agent's turn; any key answers a notification or a bell.
+        if (interrupt and self.tracker.interrupted(now_ms())) or self.tracker.attended(now_ms()):
             self._activity_changed()
         self._input += data
         self._input_ready.set()
