@@ -1159,6 +1159,12 @@ def test_attach_draws_on_the_alternate_screen_and_gives_the_shell_screen_back(
     assert lines[:2] == ["$ shell-history-line", "$ ptyvisor attach"]
     assert lines[2:5] == ["after-reset", "z", "last-words"], lines  # z: the echo
     assert lines[5] == "[exited 0]"
+    # Attached once it has ended: its last screen, then how it ended.
+    late = setup.term("attach", session)
+    assert late.wait() == 0
+    lines = late.screen(SHELL_SCREEN).splitlines()
+    assert lines[2:5] == ["after-reset", "z", "last-words"], lines
+    assert lines[5].endswith("had already ended: exited 0]"), lines
 
 
 def test_attach_can_draw_in_place(setup: Setup) -> None:

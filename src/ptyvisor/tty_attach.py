@@ -175,14 +175,13 @@ class TerminalAttachment:
             if attached.snapshot is not None:
                 self._draw(attached.snapshot)
             await self._follow_exit(attached)
-            if self._shown(attached.seq):
-                return self.exit_code
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._pump_input, tg.cancel_scope)
-                if not self._view_only:
-                    tg.start_soon(self._follow_resizes)
-                await self._pump_output()
-                tg.cancel_scope.cancel()
+            if not self._shown(attached.seq):  # else it had ended, and all is shown
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._pump_input, tg.cancel_scope)
+                    if not self._view_only:
+                        tg.start_soon(self._follow_resizes)
+                    await self._pump_output()
+                    tg.cancel_scope.cancel()
         finally:
             termios.tcsetattr(self._in, termios.TCSADRAIN, saved)
             self._write(RESET_MODES + (LEAVE_ALT_SCREEN if self._alt else b"\r\n"))
