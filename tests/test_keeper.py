@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -533,3 +534,38 @@ def _quietly(serve: Serve, call: Callable[[Client], Awaitable[T]]) -> T | None:
         return serve.run(call)
     except OSError:
         return None
+
+
+def test_inferred_activity_keeps_its_source_across_a_crash(serve: Serve) -> None:
+    """After a crash the records give the last activity back, with where it came from:
+    a shell's progress signal stays `terminal` (lower confidence) for the new server."""
+
+    async def progress(client: Client) -> str:
+        script = "printf '\\033]9;4;1;40\\007'; exec cat"
+        session = await client.spawn(["sh", "-c", script])
+
+        async def inferred() -> bool:
+            listed = {s.id: s for s in await client.list()}
+            activity = listed[session.id].activity
+            return (activity.phase, activity.source) == ("working", "terminal")
+
+        await poll(inferred)
+        return session.id
+
+    session_id = serve.run(progress)
+    records = Path(serve.env["PTYVISOR_STATE_DIR"]) / "records.sqlite3"
+
+    def recorded() -> bool:
+        with contextlib.closing(sqlite3.connect(records)) as db:
+            row = db.execute("SELECT source FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return bool(row == ("terminal",))
+
+    wait_for(recorded, "the records to keep the activity's source")
+    os.kill(serve.server_pid(), signal.SIGKILL)
+
+    async def after(client: Client) -> tuple[str, str, str | None]:
+        activity = {s.id: s for s in await client.list()}[session_id].activity
+        return activity.phase.value, activity.source, activity.reason
+
+    back = wait_for(lambda: _quietly(serve, after), "the adopting server")
+    assert back == ("working", "terminal", "40%")

@@ -187,3 +187,30 @@ async def test_timeline_is_served_for_live_and_past_sessions(tmp_path: Path) -> 
         assert timeline.ended_at is not None
 
     await serving(config, second)
+
+
+def test_an_older_database_gains_the_source_and_keeps_its_sessions(tmp_path: Path) -> None:
+    """Version 1 kept no activity source: migrated, its sessions read as `process`; new
+    writes keep theirs (so a server adopting after a crash shows the right one)."""
+    with sqlite3.connect(tmp_path / FILE) as db:
+        db.executescript(f"BEGIN; {MIGRATIONS[0]}; PRAGMA user_version = 1; COMMIT;")
+        db.execute(
+            "INSERT INTO sessions (id, identity, name, cols, rows, created_at, phase) "
+            "VALUES ('sold', '{}', 'old', 80, 24, 1, 'waiting')"
+        )
+    records = Records(tmp_path)
+    assert records.schema_version == len(MIGRATIONS)
+    old = records.get("sold")
+    assert old is not None and old.phase == "waiting" and old.source is None
+    records.activity(
+        "sold",
+        phase="working",
+        since=5,
+        reason="command",
+        native_session_id=None,
+        agent=None,
+        source="terminal",
+    )
+    kept = records.get("sold")
+    assert kept is not None and (kept.phase, kept.source) == ("working", "terminal")
+    records.close()

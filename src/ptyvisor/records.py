@@ -74,6 +74,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX transitions_by_session ON transitions (session, at);
     """,
+    # 2: where the last activity came from (extension, terminal, process).
+    "ALTER TABLE sessions ADD COLUMN source TEXT",
 ]
 
 
@@ -99,6 +101,8 @@ class Record:
     phase_since: int | None
     reason: str | None
     resumed_from: str | None
+    source: str | None
+    """Where the last activity came from (activity.ActivitySource); None before it was kept."""
 
 
 class Records:
@@ -172,13 +176,14 @@ class Records:
         reason: str | None,
         native_session_id: str | None,
         agent: str | None,
+        source: str | None = None,
     ) -> None:
         def write(db: sqlite3.Connection) -> None:
             db.execute(
                 "UPDATE sessions SET phase = ?, phase_since = ?, reason = ?, "
                 "native_session_id = COALESCE(?, native_session_id), "
-                "agent = COALESCE(agent, ?) WHERE id = ?",
-                (phase, since, reason, native_session_id, agent, session),
+                "agent = COALESCE(agent, ?), source = ? WHERE id = ?",
+                (phase, since, reason, native_session_id, agent, source, session),
             )
             last = db.execute(
                 "SELECT phase, reason FROM transitions WHERE session = ? "
@@ -312,7 +317,7 @@ class Records:
 
 _COLUMNS = (
     "id, identity, name, agent, cols, rows, created_at, pid, ended_at, ended, exit_code, "
-    "signal, native_session_id, phase, phase_since, reason, resumed_from"
+    "signal, native_session_id, phase, phase_since, reason, resumed_from, source"
 )
 
 

@@ -998,6 +998,7 @@ class Session:
                 reason=activity.reason,
                 native_session_id=activity.native_session_id,
                 agent=activity.agent,
+                source=activity.source,
             )
         shown = self._activity_view()
         differs = [name for name, value in shown.items() if self._activity_shown[name] != value]

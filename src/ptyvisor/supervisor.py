@@ -9,11 +9,11 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from anyio.abc import TaskGroup
 
-from ptyvisor.activity import Activity, ActivityPhase
+from ptyvisor.activity import Activity, ActivityPhase, ActivitySource
 from ptyvisor.agents import AGENTS, AgentName, launch
 from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
@@ -248,6 +248,7 @@ class Supervisor:
                         agent=record.agent,
                         reason=record.reason,
                         native_session_id=record.native_session_id,
+                        source=_source(record.source),
                     )
                 )
         log.info("session %s adopted: %s (pid %d)", identity.id, identity.name, adopted.child.pid)
@@ -399,6 +400,7 @@ def past_summary(record: Record) -> SessionSummary:
             agent=record.agent,
             reason=record.reason,
             native_session_id=record.native_session_id,
+            source=_source(record.source),
         ),
         raw=raw_names(identity.argv, identity.command, identity.cwd),
         past=True,
@@ -407,3 +409,11 @@ def past_summary(record: Record) -> SessionSummary:
         created_at=record.created_at,
         size=TermSize(cols=record.cols, rows=record.rows),
     )
+
+
+def _source(kept: str | None) -> ActivitySource:
+    """The source the records kept (None for records from before it was kept)."""
+    for source in get_args(ActivitySource):
+        if kept == source:
+            return source  # type: ignore[no-any-return]
+    return "process"
