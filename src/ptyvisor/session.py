@@ -80,6 +80,8 @@ from ptyvisor.terminal import HeadlessTerminal, TerminalSignal
 log = logging.getLogger(__name__)
 
 READ_BYTES = 64 * 1024
+INGEST_BYTES = 64 * 1024
+"""Reads are joined into groups of about this size before they are ingested."""
 MAX_MESSAGE = 4000
 """Longest message a client may queue for a session (`queue_message`)."""
 READ_SLICE = 64 * 1024
@@ -428,11 +430,14 @@ class Session:
         """Read what the PTY holds now, up to about ``budget`` bytes; returns True at
         its end (EIO: every slave descriptor is closed and nothing is left).
 
-        A PTY hands out about 4 KiB per read, so what is read in one wake-up is
-        joined and ingested once: scanning, logging and queueing for each client then
-        cost once per wake-up rather than once per 4 KiB (the copy costs far less)."""
+        A PTY hands out about 4 KiB per read, so reads are joined into groups of
+        `INGEST_BYTES` and each group is ingested once: scanning, logging and queueing
+        for each client then cost once per group rather than once per 4 KiB (the copy
+        costs far less). Groups stay small enough for the log's and the renderer's
+        bounds, which move by whole appends."""
         fd = self.child.fd
         reads: list[bytes] = []
+        grouped = 0
         at_end = False
         while budget > 0:
             try:
@@ -446,10 +451,17 @@ class Session:
                 at_end = True
                 break
             reads.append(data)
+            grouped += len(data)
             budget -= len(data)
+            if grouped >= INGEST_BYTES:
+                self._ingest_reads(reads)
+                reads, grouped = [], 0
         if reads:
-            self._ingest(self._scanner.feed(reads[0] if len(reads) == 1 else b"".join(reads)))
+            self._ingest_reads(reads)
         return at_end
+
+    def _ingest_reads(self, reads: list[bytes]) -> None:
+        self._ingest(self._scanner.feed(reads[0] if len(reads) == 1 else b"".join(reads)))
 
     def _ingest(self, scanned: ScanResult) -> None:
         """Everything the reader does with one wake-up's output; must stay cheap."""
