@@ -277,8 +277,6 @@ class Session:
         self._activity_shown = self._activity_view()
         """The activity as the last event (or the start) showed it: an event is sent
         only when some of it changes (see `_activity_changed`)."""
-        self._marked: str | None = None
-        """The last activity marker recorded."""
         self._scanner = FrameScanner()
         self.renderer = Renderer(
             self.log,
@@ -998,10 +996,6 @@ class Session:
     def _activity_changed(self) -> None:
         self._answerable_shown = self.answerable
         activity = self.tracker.activity
-        label = marker_label(activity.phase.value, activity.reason)
-        if self.recorder is not None and label != self._marked:
-            self.recorder.marker(label)
-        self._marked = label
         if self._records is not None:
             self._records.activity(
                 self.id,
@@ -1017,6 +1011,8 @@ class Session:
         if not differs:
             return  # nothing a client sees changed: no event (see protocol.ActivityChanged)
         self._activity_shown = shown
+        if self.recorder is not None and {"phase", "reason"} & set(differs):
+            self.recorder.marker(marker_label(activity.phase.value, activity.reason))
         changed = ActivityChanged(
             session=self.id,
             activity=activity,
