@@ -13,7 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ptyvisor.activity import ActivityTracker
 from ptyvisor.client import Client, Event, Output
 from ptyvisor.commands import format_table
 from ptyvisor.protocol import ActivityChanged, ProcessChanged
@@ -282,3 +285,26 @@ def output_has(needle: bytes) -> Callable[[Event], bool]:
         return needle in seen
 
     return check
+
+
+SIGNAL_PIECES = [
+    b"\x1b]9;", b"\x1b]9;4;", b"\x1b]777;notify;", b"\x1b]99;", b"\x1b]133;", b"A", b"C",
+    b"D;", b";", b"1", b"250", b"-7", b"x" * 300, b"\x07", b"\x1b\\", b"\x1b", b"\x9c",
+    b"\xff\xfe", "é…".encode(),
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(SIGNAL_PIECES) | st.binary(max_size=20), max_size=60))
+def test_any_output_gives_bounded_signals_the_tracker_takes(pieces: list[bytes]) -> None:
+    """Whatever a program writes: the parser keeps its bounds and the tracker turns the
+    signals into activity without raising, never with an interaction."""
+    terminal = HeadlessTerminal(40, 5)
+    tracker = ActivityTracker(0)
+    for at, piece in enumerate(pieces, start=1):
+        terminal.feed(piece)
+        signals = terminal.take_signals()
+        assert len(signals) <= MAX_SIGNALS
+        assert all(len(s.text or "") <= SIGNAL_TEXT_CHARS for s in signals)
+        tracker.terminal_signals(signals, at)
+        assert tracker.pending is None
+        assert tracker.activity.source in ("terminal", "process")
