@@ -368,3 +368,30 @@ def test_each_terminal_query_gets_one_reply_across_a_reconnect(
     page.keyboard.type("Z")
     assert len(DA1_REPLY.findall(replies("replayed"))) == 1, replies("replayed")
     wait_for_terminal(page, "^done$")
+
+
+def test_a_session_started_while_connecting_waits_for_the_connection(
+    server: Server, proxy: TcpProxy, page: Page
+) -> None:
+    """A click on Start while the page is still connecting (right after it loads,
+    or during a reconnect) used to fail at once with "not connected to the
+    server"; the request now waits for the connection and is sent once."""
+    login(page, server, base=proxy.base)
+    state = "window.ptyvisorDebug.connectionState()"
+    page.wait_for_function(f"() => {state} === 'open'")
+    # The next connection gets no answer until released: the page stays connecting.
+    proxy.hold()
+    proxy.drop()
+    page.wait_for_function(f"() => {state} === 'connecting'")
+    page.locator("#new-session-button").click()
+    page.locator("#new-session-kind").select_option("")
+    page.locator("#new-session-command").fill("sh -c 'echo started-once; exec sleep 600'")
+    page.locator("#new-session-name").fill("patient")
+    page.locator("#new-session-submit").click()
+    assert page.evaluate(state) == "connecting", "the connection came too soon"
+    proxy.release()
+    expect(page.locator("#new-session-dialog")).to_be_hidden()
+    expect(page.locator("#session-title")).to_have_text("patient")
+    wait_for_terminal(page, "^started-once$")
+    sessions = server.request({"type": "list"})["sessions"]
+    assert [s["name"] for s in sessions] == ["patient"]

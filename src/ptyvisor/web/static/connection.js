@@ -108,11 +108,15 @@ export class Connection extends EventTarget {
   }
 
   /**
-   * Send a request and wait for the reply that echoes its req_id.
+   * Send a request and wait for the reply that echoes its req_id. A request made
+   * while the connection is still being made (a click right after the page loads,
+   * or during a reconnect) waits for it rather than failing at once; it is sent
+   * only once it is open, so it can never be sent twice.
    * @param {Record<string, unknown>} message
    * @returns {Promise<ServerMessage>} rejects with ServerError or ConnectionLost
    */
-  request(message) {
+  async request(message) {
+    if (this.state === "connecting") await this._opened(CONNECT_TIMEOUT_MS);
     const reqId = `p${this._nextReqId++}`;
     return new Promise((resolve, reject) => {
       if (!this.send({ ...message, req_id: reqId })) {
@@ -120,6 +124,24 @@ export class Connection extends EventTarget {
         return;
       }
       this._pending.set(reqId, { resolve, reject });
+    });
+  }
+
+  /**
+   * Resolves when the connection is open, or when it is given up (it went down or
+   * `ms` passed): the caller then finds it not open and fails as usual.
+   * @param {number} ms
+   * @returns {Promise<void>}
+   */
+  _opened(ms) {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.removeEventListener("state", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.addEventListener("state", done);
     });
   }
 
