@@ -72,6 +72,7 @@ import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
 
+from ptyvisor import fast_forward
 from ptyvisor.snapshot_ansi import (
     ANSI_COLOURS,
     BLANK,
@@ -511,6 +512,25 @@ class _Screen(pyte.Screen):
             cell = line[x]
         if len(cell.data) < 32:
             line[x] = cell._replace(data=unicodedata.normalize("NFC", cell.data + char))
+
+    def last_graphic_in(self, text: str) -> str:
+        """The character `draw` would leave in ``last_graphic`` after ``text``
+        (plain text: no controls but CR, LF, TAB and BS), or "" if none."""
+        if self.g1_graphics if self.charset else self.g0_graphics:
+            text = text.translate(_DEC_GRAPHICS)
+        for char in reversed(text):
+            if 0 < _width(char) <= self.columns:
+                return char
+        return ""
+
+    def scroll_out(self) -> None:
+        """What a flood's lines do at the bottom row: scroll the whole screen into
+        the scrollback, leaving it blank with the cursor at the bottom left."""
+        cursor = self.cursor
+        cursor.y = self.lines - 1
+        for _ in range(self.lines):
+            self.index()
+        cursor.x = 0
 
     def repeat(self, count: int) -> None:
         """REP: repeat the last graphic character."""
@@ -1459,6 +1479,8 @@ class HeadlessTerminal:
         self._screen = _Screen(cols, rows, scrollback)
         self._parser = _Parser(self._screen, on_reply)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.fast_forwarded = 0
+        """Bytes of plain floods left unparsed, their effect applied (`_fast_forward`)."""
 
     @property
     def cols(self) -> int:
@@ -1470,9 +1492,41 @@ class HeadlessTerminal:
 
     def feed(self, data: bytes) -> None:
         """Raw output bytes; UTF-8 and escape sequences may be split across calls."""
+        screen = self._screen
+        point = fast_forward.rebuild_point(
+            data, rows=screen.lines, scrollback=screen.scrollback.maxlen or 0
+        )
+        if point is not None:
+            self._parse(data[: point.start])
+            data = data[point.offset if self._fast_forward(point) else point.start :]
+        self._parse(data)
+
+    def _parse(self, data: bytes) -> None:
         text = self._decoder.decode(data)
         if text:
             self._parser.feed(text)
+
+    def _fast_forward(self, point: fast_forward.RebuildPoint) -> bool:
+        """Apply the lasting effects of a plain flood's part that would only scroll
+        out of the scrollback (see `fast_forward`), if the terminal is at a clean
+        boundary on the main screen; exact."""
+        screen = self._screen
+        if (
+            screen.alt_active
+            or screen.margins is not None
+            or self._parser.unfinished()
+            or self._decoder.getstate()[0]
+        ):
+            return False
+        last = screen.last_graphic_in(point.tail)
+        if not last:
+            return False  # it lies further back: parse it all
+        for params in point.sgr:
+            screen.apply_sgr(params)
+        screen.last_graphic = last
+        screen.scroll_out()
+        self.fast_forwarded += point.offset - point.start
+        return True
 
     def take_signals(self) -> list[TerminalSignal]:
         """The signals seen since the last call, oldest first (at most `MAX_SIGNALS`,
