@@ -1017,3 +1017,61 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
     screen._screen.drawn.clear()
     assert ahead == screen.snapshot().ansi
     assert len(drawn) == 100
+
+
+_RUN_STYLES = [
+    BLANK,
+    BLANK._replace(fg="red"),
+    BLANK._replace(bg="blue"),
+    BLANK._replace(bold=True, underscore=True),
+    BLANK._replace(reverse=True),
+    BLANK._replace(link="id=1;https://example.com/"),
+]
+
+
+@pytest.mark.parametrize("seed", range(0, 300, 30))
+def test_scrollback_lines_drawn_by_runs_match_cell_by_cell(seed: int) -> None:
+    """`scrollback_line` draws all-ASCII lines a style run at a time; the cells it
+    gives are those of the cell-by-cell drawing, blanks and trailing blanks included."""
+    from ptyvisor import snapshot_ansi
+
+    for case in range(seed, seed + 30):
+        r = random.Random(case)
+        cols = r.randint(1, 30)
+        line: dict[int, Cell] = {}
+        for x in r.sample(range(cols), r.randint(0, cols)):
+            line[x] = r.choice(_RUN_STYLES)._replace(data=r.choice("ab  Z~"))
+        writer = snapshot_ansi._Writer()
+        writer.style = snapshot_ansi._PLAIN
+        assert snapshot_ansi._ascii_runs(writer, _as_line(line), cols)
+        by_runs = snapshot_ansi.scrollback_line(_as_line(line), cols)
+        cell_writer = snapshot_ansi._Writer()
+        cell_writer.style = snapshot_ansi._PLAIN
+        cell_writer.line(_as_line(line), cols)
+        cell_writer.reset_pen()
+        by_cells = "".join(cell_writer.out)
+        shown = []
+        for drawn in (by_runs, by_cells):
+            term = HeadlessTerminal(cols, 2)
+            term.feed(drawn.encode())
+            shown.append([term.line(0), term._screen.cursor.attrs])
+        assert shown[0] == shown[1], case
+
+
+def test_scrollback_lines_with_wide_or_combined_cells_are_drawn_cell_by_cell() -> None:
+    from ptyvisor import snapshot_ansi
+
+    for text in ("中文", "e\u0301", "👩\u200d💻"):
+        term = HeadlessTerminal(10, 1, scrollback=5)
+        term.feed(f"a{text}b\r\n".encode())
+        writer = snapshot_ansi._Writer()
+        assert not snapshot_ansi._ascii_runs(writer, term._screen.scrollback[0], 10)
+        assert writer.out == []
+
+
+def _as_line(cells: dict[int, Cell]) -> Any:
+    from ptyvisor.terminal import _Line
+
+    line = _Line()
+    line.update(cells)
+    return line

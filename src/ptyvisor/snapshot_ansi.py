@@ -29,6 +29,8 @@ what the program drew and the state it relies on for its next bytes:
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -310,9 +312,35 @@ def scrollback_line(line: Line, cols: int) -> str:
     text in every snapshot and can be kept."""
     w = _Writer()
     w.style = _PLAIN
-    w.line(line, cols)
+    if not _ascii_runs(w, line, cols):
+        w.line(line, cols)
     w.reset_pen()
     return "".join(w.out)
+
+
+_DATA = operator.itemgetter(0)
+_STYLE_AND_LINK = operator.itemgetter(slice(1, None))
+
+
+def _ascii_runs(w: _Writer, line: Line, cols: int) -> bool:
+    """`_Writer.line` for a line of one-cell ASCII characters (most scrollback: logs,
+    compiler output), drawn a run of one style at a time instead of cell by cell.
+    Blanks inside are written as spaces, which on an erased row is the same as
+    moving over them. False, drawing nothing, for any other line."""
+    end = min(cols, max(line, default=-1) + 1)
+    cells = list(map(line.__getitem__, range(end)))
+    text = "".join(map(_DATA, cells))
+    if len(text) != end or not text.isascii():
+        return False  # wide, combining or emoji: the cell-by-cell path handles them
+    while end and cells[end - 1] == BLANK:
+        end -= 1
+    x = 0
+    for _, run in itertools.groupby(cells[:end], _STYLE_AND_LINK):
+        same = list(run)
+        w.pen(same[0])
+        w.out.append(text[x : x + len(same)])
+        x += len(same)
+    return True
 
 
 def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
