@@ -163,3 +163,43 @@ def test_the_pen_and_rep_survive_the_skipped_part(flood_text: str) -> None:
     fast = parsed_whole(data, 30, 6, 100)
     assert fast.fast_forwarded > 0
     assert_same(fast, parsed_in_pieces(data, 30, 6, 100))
+
+
+def _per_character(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every terminal draw character by character, as pyte does: no runs."""
+    from ptyvisor import terminal
+
+    def draw(self: terminal._Screen, data: str) -> None:
+        if self.g1_graphics if self.charset else self.g0_graphics:
+            data = data.translate(terminal._DEC_GRAPHICS)
+        self._draw_unicode(data)
+
+    monkeypatch.setattr(terminal._Screen, "draw", draw)
+
+
+@pytest.mark.parametrize("seed", range(0, 200, 40))
+def test_fast_paths_give_the_screen_of_the_per_character_path(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs of one-cell characters drawn in bulk and fast-forwarded floods, against
+    drawing one character at a time with nothing skipped: random sequences mixed
+    with text in many scripts and widths, real programs' output, and a plain flood."""
+    programs = b"".join(path.read_bytes() for path in sorted(CAPTURED.glob("*.input")))
+    streams = []
+    for case in range(seed, seed + 40):
+        r = random.Random(case)
+        tokens = [
+            _fuzz_token(r) if r.random() < 0.5 else r.choice(WORDS) + "│αβ✓→ٴ"[: r.randint(0, 6)]
+            for _ in range(r.randint(5, 120))
+        ]
+        streams.append((case, "".join(tokens).encode(), r.choice([(20, 6), (7, 3), (40, 10)])))
+    leave = b"\x1b[?1049l\x1b[r"
+    flood_bytes = flood(random.Random(seed), 40, fast_forward.MIN_BYTES + 5000).encode()
+    streams.append(("programs and a flood", programs + leave + flood_bytes + programs, (80, 24)))
+    fast = [(name, parsed_whole(data, cols, rows, 50)) for name, data, (cols, rows) in streams]
+    _per_character(monkeypatch)
+    for (name, data, (cols, rows)), (_, whole) in zip(streams, fast, strict=True):
+        slow = parsed_in_pieces(data, cols, rows, 50)
+        assert state(whole) == state(slow), name
+        assert list(whole.scrollback) == list(slow.scrollback), name
+    assert fast[-1][1].fast_forwarded > 0

@@ -67,8 +67,8 @@ def rebuild_point(data: bytes, *, rows: int, scrollback: int) -> RebuildPoint | 
     The caller parses ``data[:start]``, and then must be at a clean boundary (no
     partial UTF-8 character or escape sequence pending, full-screen scrolling on
     the main screen) to apply the point; otherwise it parses everything."""
-    if len(data) < MIN_BYTES:
-        return None
+    if len(data) < MIN_BYTES or data.count(b"\n") <= 2 * rows + scrollback:
+        return None  # too few lines (a TUI's output): not worth looking for a plain run
     begin, end = _longest_plain_run(data)
     if begin:  # the run starts inside whatever sequence ended before it
         begin = data.find(b"\n", begin, end) + 1

@@ -50,10 +50,13 @@ mode without margins no longer trips an assertion.
 
 Speed: instead of pyte's per-character generator, complete escape sequences are
 matched with one regular expression and printable runs go to ``draw`` whole; a
-pure-ASCII run is stored with a single ``dict.update`` of cached cells. Only a
+run of one-cell characters (found with a regex built from the width table) is
+stored with a single ``dict.update`` of cached cells. Only a
 sequence that is split across feeds or has controls embedded takes a slower
 per-character path. Scrollback lines are captured in ``index`` (full-screen
 region, main screen) into a bounded deque instead of pyte's slow HistoryScreen.
+A big batch of plain lines is fast-forwarded: what would only scroll out of the
+scrollback is not parsed at all (`ptyvisor.fast_forward`, exact).
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ from ptyvisor.snapshot_ansi import (
     render_snapshot,
     scrollback_line,
 )
-from ptyvisor.widths import char_width
+from ptyvisor.widths import ONE_CELL_RUN, char_width
 
 __all__ = [
     "Cell",
@@ -142,6 +145,7 @@ _DEC_GRAPHICS = {ord(k): v for k, v in zip(_DEC_GRAPHICS_KEYS, _DEC_GRAPHICS_VAL
 """DEC Special Graphics (``ESC ( 0``): what ncurses uses for line drawing."""
 
 _width = char_width
+_ONE_CELL_SPLIT = re.compile(f"({ONE_CELL_RUN.pattern})").split
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,13 +427,20 @@ class _Screen(pyte.Screen):
         """Draw printable text (the parser never passes control characters)."""
         if self.g1_graphics if self.charset else self.g0_graphics:
             data = data.translate(_DEC_GRAPHICS)
-        if data.isascii() and _IRM not in self.mode:
-            self._draw_ascii(data)
-        else:
+        if _IRM in self.mode:
             self._draw_unicode(data)
+        elif data.isascii():
+            self._draw_narrow(data)
+        else:
+            # Alternating: other characters, a run of one-cell ones, other, ...
+            for i, part in enumerate(_ONE_CELL_SPLIT(data)):
+                if i % 2:
+                    self._draw_narrow(part)
+                elif part:
+                    self._draw_unicode(part)
 
-    def _draw_ascii(self, data: str) -> None:
-        """Single-width characters only: whole runs per line with one dict.update."""
+    def _draw_narrow(self, data: str) -> None:
+        """One-cell characters only: whole runs per line with one dict.update."""
         cursor = self.cursor
         cells = self._cells(cursor.attrs)
         get_cell = cells.__getitem__

@@ -16,6 +16,7 @@ every client; agreeing with the page at least keeps the page consistent with its
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from functools import lru_cache
 
@@ -31,3 +32,30 @@ def char_width(char: str) -> int:
     if code < 0x20 or 0x7F <= code < 0xA0 or code == 0xFEFF:
         return -1
     return WIDTHS[bisect_right(STARTS, code) - 1]
+
+
+def _one_cell_class() -> str:
+    """A regex character class of every code point `char_width` counts as one cell."""
+    never = {(0x7F, 0x9F), (0xFEFF, 0xFEFF)}  # what char_width refuses beyond the table
+    ranges: list[tuple[int, int]] = []
+    for i, first in enumerate(STARTS):
+        end = STARTS[i + 1] - 1 if i + 1 < len(STARTS) else 0x10FFFF
+        if WIDTHS[i] != 1:
+            continue
+        start = first
+        for lo, hi in sorted(never):
+            if start <= hi and lo <= end:  # cut the refused span out of this range
+                if start < lo:
+                    ranges.append((start, lo - 1))
+                start = hi + 1
+        if start <= end:
+            ranges.append((max(start, 0x20), end))
+    return (
+        "["
+        + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges if lo <= hi)
+        + "]"
+    )
+
+
+ONE_CELL_RUN = re.compile(_one_cell_class() + "+")
+"""Runs of characters that each take exactly one cell: drawn like ASCII, in bulk."""
