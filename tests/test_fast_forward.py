@@ -185,7 +185,7 @@ def test_fast_paths_give_the_screen_of_the_per_character_path(
     drawing one character at a time with nothing skipped: random sequences mixed
     with text in many scripts and widths, real programs' output, and a plain flood."""
     programs = b"".join(path.read_bytes() for path in sorted(CAPTURED.glob("*.input")))
-    streams = []
+    streams: list[tuple[object, bytes, tuple[int, int]]] = []
     for case in range(seed, seed + 40):
         r = random.Random(case)
         tokens = [
