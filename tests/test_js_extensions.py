@@ -296,6 +296,7 @@ const hooks = await exported[0]({ client: {}, project: { id: "global" }, directo
   worktree: process.cwd(), serverUrl: new URL("http://localhost:4096"), $: undefined });
 for (const step of input) {
   if (step.sleep) await new Promise((resolve) => setTimeout(resolve, step.sleep));
+  else if (step.hook) await hooks[step.hook](step.input, step.output ?? {});
   else await hooks.event({ event: step });
 }
 process.stdout.write("ok");
@@ -360,6 +361,16 @@ def session_info(session_id: str, parent: str | None = None) -> Payload:
     return info
 
 
+def chat_message(session_id: str) -> Payload:
+    """OpenCode's ``chat.message`` hook (a step the driver calls as a hook), as
+    1.18.33 triggers it for the user's new message."""
+    return {
+        "hook": "chat.message",
+        "input": {"sessionID": session_id, "agent": "build", "messageID": "msg_0"},
+        "output": {"message": {"id": "msg_0", "role": "user"}, "parts": []},
+    }
+
+
 def status(session_id: str, kind: str, **extra: Any) -> Payload:
     return oc("session.status", sessionID=session_id, status={"type": kind, **extra})
 
@@ -397,11 +408,13 @@ COLOUR_QUESTION = {
 def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     steps = [
         oc("session.created", sessionID=MAIN, info=session_info(MAIN)),
+        chat_message(MAIN),  # the user's prompt: working before OpenCode says busy
         oc("session.updated", sessionID=MAIN, info=session_info(MAIN)),
         status(MAIN, "busy"),
         status(MAIN, "busy"),  # every step says busy again: sent again (see the plugin)
-        # A subagent: its session and status never touch the main turn.
+        # A subagent: its session, prompt and status never touch the main turn.
         oc("session.created", sessionID=CHILD, info=session_info(CHILD, MAIN)),
+        chat_message(CHILD),
         status(CHILD, "busy"),
         status(CHILD, "idle"),
         api_error(CHILD, "APIError", "child failed"),
@@ -426,9 +439,10 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     ]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
     frames = frames_on(pty_pair)
+    # Nothing as the plugin loads (ptyvisor sees OpenCode's prompt drawn instead).
     assert summary(frames) == [
-        ("activity", "waiting", ""),  # loaded: OpenCode is up and idle
         ("activity", "waiting", ""),  # the new main session
+        ("activity", "working", ""),  # its prompt
         ("activity", "working", ""),
         ("activity", "working", ""),
         ("interaction", "approval", "per_1"),
@@ -442,8 +456,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     ]
     activities = [f for f in frames if f["type"] == "activity"]
     assert all(f["agent"] == "opencode" for f in activities)
-    assert "native_session_id" not in activities[0]
-    assert {f["native_session_id"] for f in activities[1:]} == {MAIN}
+    assert {f["native_session_id"] for f in activities} == {MAIN}
 
     approval = frames[4]["interaction"]
     assert approval == {
@@ -500,7 +513,6 @@ def test_opencode_plugin_turn_outcomes(pty_pair: Pty) -> None:
     ]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
     assert summary(frames_on(pty_pair)) == [
-        ("activity", "waiting", ""),
         ("activity", "waiting", ""),
         ("activity", "working", ""),
         ("activity", "failed", "Bad request for key sk-ant-***"),

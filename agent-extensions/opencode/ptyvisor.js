@@ -210,14 +210,24 @@ export default async function PtyvisorPlugin() {
     "question.rejected": (p) => cleared(p.requestID, "rejected"),
   };
 
-  try {
-    // The plugin loads while OpenCode starts; it is ready for a prompt.
-    activity("waiting");
-  } catch {
-    // never break OpenCode
-  }
+  // Nothing is reported as the plugin loads: that is seconds before the TUI draws
+  // its prompt and reads keys. ptyvisor itself calls the session Ready when its
+  // headless terminal shows OpenCode's prompt (agents.READY_SCREEN).
 
   return {
+    // The user's prompt, as OpenCode stores it: the turn has begun. Its "busy"
+    // status comes only once the model and tools are resolved (seconds on a first
+    // prompt). Subagents' prompts (the task tool) are their parent's turn already.
+    "chat.message": async (input) => {
+      try {
+        const id = input?.sessionID;
+        if (!isText(id) || parents.has(id)) return;
+        turnEnds.delete(id);
+        activity("working", id);
+      } catch {
+        // never break OpenCode
+      }
+    },
     event: async ({ event }) => {
       try {
         const handler = event && Object.hasOwn(handlers, event.type) ? handlers[event.type] : undefined;

@@ -316,7 +316,9 @@ class ActivityTracker:
 
     def started_up(self, at: int) -> bool:
         """The agent's TUI is up and its extension cannot say so (Codex reports nothing
-        before the first prompt): ``starting`` becomes ``waiting``, nothing else."""
+        before the first prompt, OpenCode's plugin loads long before its TUI reads
+        keys; the session sees the prompt on screen): ``starting`` becomes ``waiting``,
+        nothing else."""
         if self._final or self._activity.phase is not ActivityPhase.STARTING:
             return False
         self._last_at = max(self._last_at, at)

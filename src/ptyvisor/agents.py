@@ -63,11 +63,22 @@ PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
 REPORTS_STARTUP: dict[str, bool] = {
     "claude-code": True,  # SessionStart when the TUI comes up
     "codex": False,  # 0.171 starts its thread (and SessionStart) with the first prompt
-    "opencode": True,  # the plugin loads with the TUI
+    "opencode": False,  # the plugin loads seconds before the TUI reads keys
     "pi": True,  # session_start
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
-ptyvisor calls the session Ready once its start-up output has gone quiet."""
+ptyvisor calls the session Ready when the screen shows its input prompt
+(`READY_SCREEN`), or else once its start-up has drawn something and gone quiet."""
+
+READY_SCREEN: dict[str, str] = {
+    # The composer (its mark, its placeholder) and the footer under it.
+    "codex": r"(?m)^\u203a .*\n(?s:.*)\? for shortcuts",
+    # The prompt box's left border and the key hints below it (home and session views).
+    "opencode": r"(?s)\u2503.*ctrl\+p",
+}
+"""An agent's input prompt, drawn: a regex searched in the headless terminal's visible
+rows joined by newlines, while the session is ``starting``. Checked against Codex
+0.171 and OpenCode 1.18.33 (both read keys from the first frame that shows it)."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,10 @@ The terminal's signals (notifications, bells, progress, shell prompt marks: see
 `terminal.TerminalSignal`) are taken after each batch and handed to ``on_signals``
 on the event loop, never from the worker thread. Skipped bytes give none: the
 signals of a flood's skipped part are lost, which inferred activity can afford.
+
+While someone watches the screen (``on_screen``: an agent's start-up, until its input
+prompt shows), each batch also hands the visible rows to it, taken in the same worker
+thread call and passed on the event loop; it returns True when it has seen enough.
 """
 
 from __future__ import annotations
@@ -62,9 +66,11 @@ class Renderer:
         on_reply: Callable[[bytes], None] | None = None,
         on_signals: Callable[[list[TerminalSignal]], None] | None = None,
         reader_busy: Callable[[], bool] = lambda: False,
+        on_screen: Callable[[list[str]], bool] | None = None,
     ) -> None:
         self._log = log
         self._on_signals = on_signals
+        self._on_screen = on_screen
         self._terminal = HeadlessTerminal(cols, rows, scrollback=scrollback, on_reply=on_reply)
         # Skipped bytes must still be in the log when they are skipped (their mode
         # changes are kept), so both bounds shrink with a small log.
@@ -146,8 +152,9 @@ class Renderer:
         if seq <= self.rendered_seq:
             return
         data = self._log.read(self.rendered_seq, seq)
+        display = None
         try:
-            await anyio.to_thread.run_sync(self._terminal.feed, data)
+            display = await anyio.to_thread.run_sync(self._feed, data, self._on_screen is not None)
         except Exception:
             # A bug in the headless terminal costs this batch of the screen (its
             # modes are kept), not the session and its program.
@@ -162,6 +169,19 @@ class Renderer:
                 self._on_signals(signals)
             except Exception:  # inferred activity is not worth the session
                 log.exception("applying terminal signals failed; dropped")
+        if display is not None and self._on_screen is not None:
+            try:
+                seen = self._on_screen(display)
+            except Exception:  # a start-up guess is not worth the session
+                log.exception("watching the screen failed; not watching any more")
+                seen = True
+            if seen:
+                self._on_screen = None
+
+    def _feed(self, data: bytes, look: bool) -> list[str] | None:
+        """In the worker thread: render ``data``; the visible rows after it if ``look``."""
+        self._terminal.feed(data)
+        return self._terminal.display if look else None
 
     async def snapshot(
         self, at_least: int, *, scrollback: bool = True

@@ -18,6 +18,7 @@ import base64
 import functools
 import logging
 import os
+import re
 import secrets
 import select
 import signal as signals
@@ -38,7 +39,7 @@ from ptyvisor.activity import (
     FramePayload,
     InteractionCleared,
 )
-from ptyvisor.agents import REPORTS_STARTUP
+from ptyvisor.agents import READY_SCREEN, REPORTS_STARTUP
 from ptyvisor.child import Child
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
@@ -123,7 +124,8 @@ MAX_FRAME_AHEAD_MS = 5 * 60 * 1000
 """A frame stamped further ahead of the server's clock is rejected (``future``); one
 less far ahead counts as stamped now, so no frame can hold activity still."""
 STARTUP_QUIET_SECONDS = 1.0
-"""An agent that cannot report Ready is called Ready after this much start-up quiet."""
+"""An agent that cannot report Ready, and whose input prompt does not show (a dialog of
+its own), is called Ready after this much start-up quiet."""
 
 
 def now_ms() -> int:
@@ -278,6 +280,11 @@ class Session:
         """The activity as the last event (or the start) showed it: an event is sent
         only when some of it changes (see `_activity_changed`)."""
         self._scanner = FrameScanner()
+        pattern = READY_SCREEN.get(self.agent or "")
+        self._ready_screen = re.compile(pattern) if pattern else None
+        """The agent's input prompt on screen, watched for while ``starting``."""
+        self._drawn = False
+        """The start-up has drawn some text: from then on quiet may mean Ready."""
         self.renderer = Renderer(
             self.log,
             cols=cols,
@@ -287,6 +294,7 @@ class Session:
             on_reply=self._answer_query,
             on_signals=self._terminal_signals,
             reader_busy=self._reader_busy,
+            on_screen=self._startup_screen if self._ready_screen else None,
         )
         self._subscribers: list[Subscriber] = []
         self._viewers: set[Subscriber] = set()
@@ -545,12 +553,33 @@ class Session:
         if self.tracker.terminal_signals(signals, now_ms()):
             self._activity_changed()
 
+    def _startup_screen(self, display: list[str]) -> bool:
+        """The renderer's view of the screen during start-up (`READY_SCREEN`): Ready
+        the moment the agent's input prompt shows. Returns whether to stop watching.
+
+        A drawn prompt is the best evidence of taking keys that Codex and OpenCode
+        give (neither reports it): both read keys from that first frame on. The
+        residual risk is an agent version that draws its prompt before it reads keys
+        (then a prompt typed that instant could be lost) or draws it differently (then
+        Ready falls back to the quiet rule, `_ready_when_quiet`)."""
+        if self._ready_screen is None or self.tracker.activity.phase is not ActivityPhase.STARTING:
+            return True
+        self._drawn = self._drawn or any(line.strip() for line in display)
+        if self._ready_screen.search("\n".join(display)) is None:
+            return False
+        if self.tracker.started_up(now_ms()):
+            self._activity_changed()
+        return True
+
     async def _ready_when_quiet(self) -> None:
-        """For an agent that cannot report Ready: its start-up output has gone quiet,
-        so it is waiting for the user (at its prompt, or at a dialog of its own)."""
+        """For an agent that cannot report Ready and whose prompt was not seen: its
+        start-up output has gone quiet, so it is waiting for the user (at a dialog of
+        its own, say). With a `READY_SCREEN`, only once something was drawn: OpenCode
+        is quiet for seconds before its first frame, and reads no keys meanwhile."""
         while self.tracker.activity.phase is ActivityPhase.STARTING:
             quiet = time.monotonic() - self._last_read
-            if self.log.end_seq > 0 and quiet >= STARTUP_QUIET_SECONDS:
+            drawn = self._drawn or self._ready_screen is None
+            if self.log.end_seq > 0 and quiet >= STARTUP_QUIET_SECONDS and drawn:
                 if self.tracker.started_up(now_ms()):
                     self._activity_changed()
                 return

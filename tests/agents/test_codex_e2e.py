@@ -40,8 +40,8 @@ def ready(screen: str) -> bool:
 async def test_codex_session_end_to_end(tmp_path: Path) -> None:
     async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
         # Codex 0.171 starts its thread lazily: SessionStart fires with the first
-        # prompt, not when the TUI is up; ptyvisor calls it Ready once start-up
-        # output goes quiet (agents.REPORTS_STARTUP).
+        # prompt, not when the TUI is up; ptyvisor calls it Ready when its screen
+        # shows the composer (agents.READY_SCREEN).
         await run.wait_screen(ready, wait=30)
         await run.wait_phase("waiting", wait=15)
 

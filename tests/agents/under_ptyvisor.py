@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +48,9 @@ class AgentRun:
     model: FakeModelServer
     project: Path
     changes: list[ActivityChanged] = field(default_factory=list)
+    on_change: Callable[[ActivityChanged], Awaitable[None]] | None = None
+    """Awaited with each change as it arrives, before any wait sees it: a client that
+    acts the instant something happens (types at Ready), not at its next poll."""
 
     @property
     def phases(self) -> list[str]:
@@ -71,7 +74,7 @@ class AgentRun:
             with anyio.fail_after(wait):
                 while True:
                     last = await self.screen()
-                    if _shows(expected, last):
+                    if shows(expected, last):
                         return last
                     await anyio.sleep(0.1)
         except TimeoutError:
@@ -156,6 +159,8 @@ class AgentRun:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.EndOfStream):
             async for event in self.client.events():
                 if isinstance(event, ActivityChanged):
+                    if self.on_change is not None:
+                        await self.on_change(event)
                     self.changes.append(event)
 
     def mark(self) -> int:
@@ -220,7 +225,7 @@ async def agent_session(
         tg.cancel_scope.cancel()
 
 
-def _shows(expected: Screen, screen: str) -> bool:
+def shows(expected: Screen, screen: str) -> bool:
     if isinstance(expected, str):
         return expected in screen
     if isinstance(expected, re.Pattern):
