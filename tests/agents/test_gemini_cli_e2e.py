@@ -1,0 +1,129 @@
+"""Gemini CLI end to end under ptyvisor: the real TUI (0.61.0), our real hooks in a
+session ``GEMINI_CLI_HOME``, the real server, a real WebSocket client, the fake model
+speaking Gemini's ``streamGenerateContent``.
+
+The client sees Ready (``SessionStart``), a turn with a shell command approved by a
+keystroke in the TUI (Gemini's hooks cannot grant an approval, so the interaction is
+typed, not answerable from a client), a failed turn (the provider's 400, which
+``AfterAgent`` ends and the transcript explains), and the exit. A message queued while
+Gemini works becomes its next request (``AfterAgent`` blocks the stop), and a prompt
+typed the instant Ready arrives reaches the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.agents.fake_model import FakeModelServer, Reply
+from tests.agents.test_claude_code_answers import acts_on_a_queued_message
+from tests.agents.under_ptyvisor import agent_session, row
+
+pytestmark = pytest.mark.anyio
+
+AGENT = "gemini-cli"
+ENTER = "\r"
+CTRL_C = "\x03"
+SECRET = "sk-ant-api03-e2eSecretValue0123456789abcdefghijklmnop"
+COMMAND = f"echo tool-ran {SECRET} > out.txt && cat out.txt"
+SHOWN_COMMAND = "echo tool-ran sk-ant-*** > out.txt && cat out.txt"
+KEY_SETTLE = 0.6
+"""Keys arriving with a dialog's first frames can be dropped (as in the other TUIs)."""
+
+
+def ready(screen: str) -> bool:
+    return "Type your message" in screen and "gemini-2.5-flash" in screen
+
+
+@pytest.mark.timeout(120, func_only=True)
+async def test_gemini_cli_session_end_to_end(tmp_path: Path) -> None:
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=60)
+        await run.wait_screen(ready, wait=30)
+
+        # A turn: a shell command to approve in the TUI, then a text answer.
+        model.script(
+            Reply.shell(AGENT, COMMAND, description="Write the marker file"),
+            Reply.text("All done DONE-1"),
+        )
+        mark = run.mark()
+        await run.submit("Write the marker file")
+        await run.wait_phase("working", since=mark)
+        call = await run.scripted_request(0, "the shell call")
+
+        approval = await run.wait_interaction(since=mark)
+        assert approval.kind == "approval"
+        assert approval.tool == "run_shell_command"
+        assert row(approval, "Command") == (SHOWN_COMMAND, True)
+        assert SECRET not in approval.model_dump_json()
+        assert run.changes[-1].activity.phase.value == "needs_input"
+        assert not run.changes[-1].answerable, "no Gemini hook can grant an approval"
+        await run.wait_screen("Allow once", wait=10)
+        assert not (run.project / "out.txt").exists(), "ran before it was approved"
+        mark = run.mark()
+        await run.answer_with_keys(ENTER, settle=KEY_SETTLE)
+        _, result = await model.answer_to(call)
+        assert "tool-ran" in result.output, result
+        await run.wait_phase("waiting", since=mark)
+        await run.wait_screen("DONE-1", wait=10)
+
+        # A turn the provider fails at once: Gemini does not retry a 400.
+        model.script(Reply.error(400, "fake model: prompt rejected E2E-400"))
+        mark = run.mark()
+        await run.submit("This one fails")
+        failed = await run.wait_phase("failed", since=mark)
+        assert failed.activity.reason is not None
+        assert "E2E-400" in failed.activity.reason, failed.activity.reason
+        assert "{" not in failed.activity.reason  # one human line, not a JSON body
+        await run.wait_screen("E2E-400", wait=10)
+
+        # Quit: Ctrl-C twice on an empty prompt.
+        await anyio.sleep(KEY_SETTLE)
+        await run.type(CTRL_C)
+        await run.wait_screen("again to exit", wait=10)
+        await run.type(CTRL_C)
+        await run.wait_phase("stopped", since=mark, wait=15)
+
+        assert run.phases == [
+            "starting",
+            "waiting",
+            "working",
+            "needs_input",
+            "working",
+            "waiting",
+            "working",
+            "failed",
+            "stopped",
+        ], run.phases
+        await run.assert_clean()
+    assert model.pending == 0
+    assert (run.project / "out.txt").read_text().split()[0] == "tool-ran"
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_gemini_cli_acts_on_a_queued_message(tmp_path: Path) -> None:
+    """A message queued while Gemini works becomes its next request: the AfterAgent
+    hook blocks the stop with it as the reason."""
+    queued = "Now say QUEUED-NEXT-9"
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=60)
+        await run.wait_screen(ready, wait=30)
+        later = await acts_on_a_queued_message(run, queued)
+        assert any(queued in text for text in later.user_texts()), later.user_texts()
+    assert model.pending == 0
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_gemini_cli_prompt_typed_at_ready_reaches_the_model(tmp_path: Path) -> None:
+    """Ready means ready for input: a prompt typed the instant ``waiting`` arrives is
+    not lost to a TUI still starting up."""
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        model.script(Reply.text("Hello back READY-OK"))
+        await run.wait_phase("waiting", wait=60)
+        await run.submit("Typed at Ready")
+        request = await run.scripted_request(0, "the prompt typed at Ready")
+        assert "Typed at Ready" in request.user_texts()[-1], request.user_texts()
+        await run.wait_screen("READY-OK", wait=15)
+        await run.assert_clean()
