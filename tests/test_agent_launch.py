@@ -82,6 +82,7 @@ def test_gemini_gets_a_session_home_beside_the_users_own(tmp_path: Path) -> None
     assert shlex.split(hook["command"]) == [sys.executable, "-m", "ptyvisor.hooks", "gemini-cli"]
     assert hook["name"] == "ptyvisor" and hook["timeout"] == 10_000  # milliseconds
     assert (theirs / "settings.json").read_text() == raw, "the user's file is untouched"
+    assert (ours.parent / ".agents").readlink() == tmp_path / "home" / ".agents"
     # GEMINI_CLI_HOME of the user's own wins over HOME, as in Gemini.
     moved = launch(
         "gemini-cli",
@@ -106,3 +107,5 @@ def test_gemini_with_unreadable_user_settings_is_left_to_report_them(tmp_path: P
         (Path(nothing.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json").read_text()
     )
     assert set(fresh) == {"hooks"}
+    # A first run's conversations go to the user's own .gemini, to be resumed later.
+    assert (tmp_path / "no" / ".gemini" / "tmp").is_dir()

@@ -27,6 +27,7 @@ README) rather than leaving the session silently unreported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -175,14 +176,27 @@ def read_jsonc(path: Path) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
+GEMINI_STATE_DIRS = ("tmp",)
+"""Where Gemini keeps conversations (``tmp/<project>/chats``): made in the user's
+``.gemini`` first, as Gemini itself would, so that a first run's history is theirs
+(and resumable) rather than the session folder's."""
+
+
 def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
-    """The session's ``GEMINI_CLI_HOME`` (see the module notes). A user settings file
-    Gemini could not read either is linked as it is: Gemini reports it, unreported."""
-    user_home = env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home())
-    theirs = Path(user_home) / ".gemini"
+    """The session's ``GEMINI_CLI_HOME`` (see the module notes): its ``.gemini`` links
+    the user's entries, its ``.agents`` (user skills, also under Gemini's home) is the
+    user's. A user settings file Gemini could not read either is linked as it is:
+    Gemini reports it, and the session goes unreported."""
+    user_home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home()))
+    theirs = user_home / ".gemini"
     home = session_dir / "gemini"
     ours = home / ".gemini"
     ours.mkdir(parents=True, exist_ok=True)
+    if not os.path.lexists(home / ".agents"):
+        (home / ".agents").symlink_to(user_home / ".agents")
+    for name in GEMINI_STATE_DIRS:
+        with contextlib.suppress(OSError):
+            (theirs / name).mkdir(parents=True, exist_ok=True)
     try:
         entries = sorted(theirs.iterdir())
     except OSError:
