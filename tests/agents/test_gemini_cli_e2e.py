@@ -12,6 +12,7 @@ typed the instant Ready arrives reaches the model.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.anyio
 AGENT = "gemini-cli"
 ENTER = "\r"
 CTRL_C = "\x03"
+ESC = "\x1b"
 SECRET = "sk-ant-api03-e2eSecretValue0123456789abcdefghijklmnop"
 COMMAND = f"echo tool-ran {SECRET} > out.txt && cat out.txt"
 SHOWN_COMMAND = "echo tool-ran sk-ant-*** > out.txt && cat out.txt"
@@ -126,4 +128,29 @@ async def test_gemini_cli_prompt_typed_at_ready_reaches_the_model(tmp_path: Path
         request = await run.scripted_request(0, "the prompt typed at Ready")
         assert "Typed at Ready" in request.user_texts()[-1], request.user_texts()
         await run.wait_screen("READY-OK", wait=15)
+        await run.assert_clean()
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_gemini_cli_interrupt_end_to_end(tmp_path: Path) -> None:
+    """Esc while Gemini waits for a slow model ends the turn: ``waiting``, reason
+    ``interrupted`` (ptyvisor infers it from the key), and no late hook brings
+    ``working`` back."""
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=60)
+        await run.wait_screen(ready, wait=30)
+        model.script(replace(Reply.text("Too late LATE-1"), delay=20.0))
+        mark = run.mark()
+        await run.submit("Take your time")
+        await run.wait_phase("working", since=mark)
+        await run.scripted_request(0, "the slow request")
+        await run.wait_screen("esc to cancel", wait=10)
+        mark = run.mark()
+        await run.type(ESC)
+        interrupted = await run.wait_phase("waiting", since=mark, wait=10)
+        assert interrupted.activity.reason == "interrupted"
+        await run.wait_screen("Request cancelled", wait=10)
+        await anyio.sleep(1)  # any late hook would have landed by now
+        assert run.changes[-1].activity.phase.value == "waiting", run.phases
+        assert run.phases == ["starting", "waiting", "working", "waiting"]
         await run.assert_clean()
