@@ -255,9 +255,20 @@ def test_gemini_mapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert report.interaction.title == "Confirm Shell Command"
     ((label, value),) = [(r.label, r.value) for r in report.interaction.rows]
     assert label == "Command" and "sekrit123" not in value
-    # A kind whose details say nothing (ask_user): needs input, without an interaction.
-    other = {**ask, "details": {"type": "ask_user", "title": "Question"}}
+    # A kind whose details say nothing of it: needs input, without an interaction.
+    other = {**ask, "details": {"type": "exit_plan_mode", "title": "Plan"}}
     assert kinds(gemini_cli.map_event(other, 5)) == ["activity:needs_input"]
+    # ask_user: its questions are in the call's input, so its BeforeTool asks.
+    questions = [{"question": "Which?", "header": "Pick", "type": "choice", "options": []}]
+    asked = gemini("BeforeTool", tool_name="ask_user", tool_input={"questions": questions})
+    (frame,) = gemini_cli.map_event(asked, 5)
+    question = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(question, InteractionReport) and question.interaction.kind == "question"
+    assert question.interaction.questions[0].question == "Which?"
+    dialog = {**ask, "details": {"type": "ask_user", "title": "Ask User"}}
+    assert gemini_cli.map_event(dialog, 5) == []
+    answered = gemini_cli.map_event({**asked, "hook_event_name": "AfterTool"}, 5)
+    assert answered[0]["id"] == question.interaction.id
     # The call's AfterTool clears exactly that request (its BeforeTool left the id):
     # an id-less clear would mean a new prompt, dropping a queued message.
     done = gemini_cli.map_event(gemini("AfterTool", **tool, tool_response={}), 6)

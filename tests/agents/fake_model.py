@@ -63,6 +63,7 @@ ASK_TOOLS: dict[str, str] = {
     "claude-code": "AskUserQuestion",
     "codex": "request_user_input",
     "opencode": "question",
+    "gemini-cli": "ask_user",
 }
 """Each agent's own tool for asking the user a multiple-choice question (Pi has none)."""
 SHELL_TOOLS: dict[str, str] = {
@@ -208,6 +209,8 @@ class Reply:
             q = {"id": "q0", "header": header, "question": question, "options": described}
         elif agent == "opencode":
             q = {"question": question, "header": header, "options": described}
+        elif agent == "gemini-cli":
+            q = {"question": question, "header": header, "type": "choice", "options": described}
         else:
             raise ValueError(f"{agent} has no ask tool")
         return cls.tool(ASK_TOOLS[agent], {"questions": [q]}, call_id=call_id)

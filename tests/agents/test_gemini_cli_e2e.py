@@ -2,9 +2,10 @@
 session ``GEMINI_CLI_HOME``, the real server, a real WebSocket client, the fake model
 speaking Gemini's ``streamGenerateContent``.
 
-The client sees Ready (``SessionStart``), a turn with a shell command approved by a
-keystroke in the TUI (Gemini's hooks cannot grant an approval, so the interaction is
-typed, not answerable from a client), a failed turn (the provider's 400, which
+The client sees Ready (``SessionStart``), a turn with a shell command approved and an
+``ask_user`` question answered by keystrokes in the TUI (Gemini's hooks cannot grant
+an approval or give an answer, so the interactions are typed, not answerable from a
+client), a failed turn (the provider's 400, which
 ``AfterAgent`` ends and the transcript explains), and the exit. A message queued while
 Gemini works becomes its next request (``AfterAgent`` blocks the stop), and a prompt
 typed the instant Ready arrives reaches the model.
@@ -20,7 +21,7 @@ import pytest
 
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.test_claude_code_answers import acts_on_a_queued_message
-from tests.agents.under_ptyvisor import agent_session, row
+from tests.agents.under_ptyvisor import FULL_TURN_PHASES, agent_session, row
 
 pytestmark = pytest.mark.anyio
 
@@ -28,11 +29,15 @@ AGENT = "gemini-cli"
 ENTER = "\r"
 CTRL_C = "\x03"
 ESC = "\x1b"
+DOWN = "\x1b[B"
+QUESTION = "Which colour?"
+OPTIONS = ["Red", "Blue", "Green"]
 SECRET = "sk-ant-api03-e2eSecretValue0123456789abcdefghijklmnop"
 COMMAND = f"echo tool-ran {SECRET} > out.txt && cat out.txt"
 SHOWN_COMMAND = "echo tool-ran sk-ant-*** > out.txt && cat out.txt"
 KEY_SETTLE = 0.6
-"""Keys arriving with a dialog's first frames can be dropped (as in the other TUIs)."""
+"""Keys arriving with a dialog's first frames can be dropped (as in the other TUIs), and
+Gemini takes an Enter within 30 ms of the previous key for Shift+Enter."""
 
 
 def ready(screen: str) -> bool:
@@ -48,6 +53,7 @@ async def test_gemini_cli_session_end_to_end(tmp_path: Path) -> None:
         # A turn: a shell command to approve in the TUI, then a text answer.
         model.script(
             Reply.shell(AGENT, COMMAND, description="Write the marker file"),
+            Reply.ask(AGENT, QUESTION, OPTIONS),
             Reply.text("All done DONE-1"),
         )
         mark = run.mark()
@@ -66,8 +72,22 @@ async def test_gemini_cli_session_end_to_end(tmp_path: Path) -> None:
         assert not (run.project / "out.txt").exists(), "ran before it was approved"
         mark = run.mark()
         await run.answer_with_keys(ENTER, settle=KEY_SETTLE)
-        _, result = await model.answer_to(call)
+        asked, result = await model.answer_to(call)
         assert "tool-ran" in result.output, result
+
+        question = await run.wait_interaction(since=mark)
+        assert question.kind == "question" and question.tool == "ask_user"
+        assert [q.question for q in question.questions] == [QUESTION]
+        assert [o.label for o in question.questions[0].options] == OPTIONS
+        await run.wait_screen("Enter to select", wait=10)
+        await anyio.sleep(KEY_SETTLE)
+        await run.type(DOWN)
+        await run.wait_screen("● 2.  Blue", wait=10)
+        mark = run.mark()
+        # Apart: an Enter within 30 ms of the previous key is taken for Shift+Enter.
+        await run.answer_with_keys(ENTER, settle=KEY_SETTLE)
+        _, chosen = await model.answer_to(asked)
+        assert chosen.output == '{"answers":{"0":"Blue"}}', chosen
         await run.wait_phase("waiting", since=mark)
         await run.wait_screen("DONE-1", wait=10)
 
@@ -88,17 +108,7 @@ async def test_gemini_cli_session_end_to_end(tmp_path: Path) -> None:
         await run.type(CTRL_C)
         await run.wait_phase("stopped", since=mark, wait=15)
 
-        assert run.phases == [
-            "starting",
-            "waiting",
-            "working",
-            "needs_input",
-            "working",
-            "waiting",
-            "working",
-            "failed",
-            "stopped",
-        ], run.phases
+        assert run.phases == FULL_TURN_PHASES, run.phases
         await run.assert_clean()
     assert model.pending == 0
     assert (run.project / "out.txt").read_text().split()[0] == "tool-ran"

@@ -17,6 +17,8 @@ What its hooks can and cannot do, from the bundled source and the real TUI:
   session's home (`remember_call`) for the interaction's id, which the call's
   ``AfterTool`` recomputes to clear exactly that request — never an id-less clear,
   which means "a new prompt" and would drop a queued message.
+- ``ask_user`` (its question tool) always asks, and only its input has the questions:
+  its ``BeforeTool`` raises the question, its ``AfterTool`` clears it.
 - ``AfterAgent`` may refuse the stop like Claude's Stop hook (``{"decision": "block",
   "reason": text}``, the reason becomes the next request): the queued message.
 """
@@ -39,7 +41,13 @@ TRANSCRIPT_TAIL = 64 * 1024
 """How much of the transcript's end `turn_error` reads: the turn's last records."""
 CALL_FILE = "ptyvisor-tool-call"
 """In the session's ``GEMINI_CLI_HOME``: the digest of the call ``BeforeTool`` saw last."""
-TOOLS = {"exec": "run_shell_command", "edit": "edit", "info": "web_fetch"}
+ASK_TOOL = "ask_user"
+TOOLS = {
+    "exec": "run_shell_command",
+    "sandbox_expansion": "run_shell_command",
+    "edit": "edit",
+    "info": "web_fetch",
+}
 """The tool behind each confirmation kind (MCP confirmations name their own)."""
 
 
@@ -54,6 +62,8 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
             return [activity("waiting", at, event)]
         case "BeforeAgent":
             return [cleared(at, None, "prompt"), activity("working", at, event)]
+        case "BeforeTool" if event.get("tool_name") == ASK_TOOL:
+            return [question_frame(event, at)]
         case "BeforeTool":
             remember_call(_call_digest(event))
             return [activity("working", at, event)]
@@ -63,6 +73,8 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
             details = event.get("details")
             if event.get("notification_type") != "ToolPermission":
                 return []
+            if isinstance(details, Mapping) and details.get("type") == ASK_TOOL:
+                return []  # the question is pending since its BeforeTool
             if not isinstance(details, Mapping) or details.get("type") not in (*TOOLS, "mcp"):
                 return [activity("needs_input", at, event, reason="ToolPermission")]
             return [interaction_frame(details, at)]
@@ -102,6 +114,16 @@ def remembered_call() -> str | None:
     except OSError:
         return None
     return ident if ident.startswith("req-") else None
+
+
+def question_frame(event: Mapping[str, Any], at: int) -> Payload:
+    """``ask_user`` always asks; its questions are in the call's input only (the
+    ToolPermission details leave them out), so its BeforeTool raises the question."""
+    tool_input = event.get("tool_input")
+    fields: Mapping[str, Any] = tool_input if isinstance(tool_input, Mapping) else {}
+    interaction = normalise.interaction(_call_digest(event), AGENT, ASK_TOOL, at)
+    interaction.update(normalise.question("Gemini has a question", fields.get("questions")))
+    return {"type": "interaction", "at": at, "interaction": interaction}
 
 
 def interaction_frame(details: Mapping[str, Any], at: int) -> Payload:
