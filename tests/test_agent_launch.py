@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -83,6 +84,11 @@ def test_gemini_gets_a_session_home_beside_the_users_own(tmp_path: Path) -> None
     assert hook["name"] == "ptyvisor" and hook["timeout"] == 10_000  # milliseconds
     assert (theirs / "settings.json").read_text() == raw, "the user's file is untouched"
     assert (ours.parent / ".agents").readlink() == tmp_path / "home" / ".agents"
+    # Removing the session folder (as the supervisor does) removes links, never targets.
+    (theirs / "tmp" / "chat.jsonl").write_text("kept")
+    shutil.rmtree(tmp_path / "s")
+    assert (theirs / "tmp" / "chat.jsonl").read_text() == "kept"
+    assert (theirs / "oauth_creds.json").exists()
     # GEMINI_CLI_HOME of the user's own wins over HOME, as in Gemini.
     moved = launch(
         "gemini-cli",
