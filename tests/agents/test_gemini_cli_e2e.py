@@ -164,3 +164,35 @@ async def test_gemini_cli_interrupt_end_to_end(tmp_path: Path) -> None:
         assert run.changes[-1].activity.phase.value == "waiting", run.phases
         assert run.phases == ["starting", "waiting", "working", "waiting"]
         await run.assert_clean()
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_gemini_cli_queued_message_outlives_a_tool_call(tmp_path: Path) -> None:
+    """A tool call's end clears only its own request (by id): an id-less clear would
+    read as a new prompt and drop the message queued meanwhile."""
+    queued = "Then say QUEUED-TOOL-3"
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=60)
+        await run.wait_screen(ready, wait=30)
+        model.script(
+            replace(Reply.shell(AGENT, "echo quick-tool-ran"), delay=3.0),  # read-only: no ask
+            Reply.text("First part DONE-A"),
+            Reply.text("Second part DONE-B"),
+        )
+        mark = run.mark()
+        await run.submit("Run a quick command")
+        await run.wait_phase("working", since=mark)
+        await run.client.send_message(run.session_id, queued)
+        call = await model.wait_for_request(lambda r: r.call_id is not None)  # sent by now
+        _, result = await model.answer_to(call)
+        assert "quick-tool-ran" in result.output, result
+        later = await model.wait_for_request(
+            lambda r: r.outcome == "scripted" and r.mentions(queued), wait=30
+        )
+        assert any(queued in text for text in later.user_texts()), later.user_texts()
+        await run.wait_screen("DONE-B", wait=20)
+        await run.wait_phase("waiting", since=mark + 1)
+        summary = next(s for s in await run.client.list() if s.id == run.session_id)
+        assert summary.queued_message is None
+        await run.assert_clean()
+    assert model.pending == 0
