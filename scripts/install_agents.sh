@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the four agent CLIs the end-to-end tests drive, at exact pinned versions.
+# Install the agent CLIs the end-to-end tests drive, at exact pinned versions.
 #
 #   scripts/install_agents.sh        -> last stdout line: the node_modules/.bin directory
 #
@@ -16,9 +16,10 @@ PINS=(
     "@openai/codex@0.171.0"
     "opencode-ai@1.18.33"
     "@mariozechner/pi-coding-agent@0.73.1"
+    "@google/gemini-cli@0.61.0"
 )
 # The bin names the tests call; each must answer --version.
-BINS=(claude codex opencode pi)
+BINS=(claude codex opencode pi gemini)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
@@ -33,4 +34,5 @@ exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --home-env PI_CODING_AGENT_DIR=.pi --env PI_OFFLINE=1 \
     --env DISABLE_AUTOUPDATER=1 --env CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
     --env OPENCODE_DISABLE_AUTOUPDATE=1 --env OPENCODE_DISABLE_MODELS_FETCH=1 \
+    --home-env GEMINI_CLI_HOME=. \
     "${bins[@]}" -- "${PINS[@]}"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 import tomllib
 from pathlib import Path
 
-from ptyvisor.agents import CLAUDE_EVENTS, CODEX_EVENTS, extensions_dir, launch
+from ptyvisor.agents import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS, extensions_dir, launch
 
 
 def test_claude_gets_inline_settings_with_our_hooks(tmp_path: Path) -> None:
@@ -54,3 +55,63 @@ def test_pi_extension_only_for_the_interactive_tui(tmp_path: Path) -> None:
     assert Path(tui.argv[2]) == extensions_dir() / "pi" / "ptyvisor.js"
     for machine in (["--mode", "json"], ["-p", "hello"], ["--mode=rpc"]):
         assert "--extension" not in launch("pi", machine, session_dir=tmp_path).argv
+
+
+def test_gemini_gets_a_session_home_beside_the_users_own(tmp_path: Path) -> None:
+    """The user's ``.gemini`` is linked in entry by entry; settings.json is a copy of
+    theirs (comments allowed, as Gemini reads it) with our hook after theirs."""
+    theirs = tmp_path / "home" / ".gemini"
+    (theirs / "tmp").mkdir(parents=True)
+    (theirs / "oauth_creds.json").write_text("{}")
+    user_hook = {"matcher": "*", "hooks": [{"type": "command", "command": "touch x"}]}
+    settings = {"ui": {"theme": "ANSI // not a comment"}, "hooks": {"AfterAgent": [user_hook]}}
+    raw = "// mine\n" + json.dumps(settings) + "\n/* end */\n"
+    (theirs / "settings.json").write_text(raw)
+    started = launch(
+        "gemini-cli", ["-m", "x"], session_dir=tmp_path / "s", env={"HOME": str(tmp_path / "home")}
+    )
+    assert started.argv == ["gemini", "-m", "x"]
+    ours = Path(started.env["GEMINI_CLI_HOME"]) / ".gemini"
+    assert (ours / "tmp").resolve() == (theirs / "tmp").resolve()
+    assert (ours / "oauth_creds.json").resolve() == (theirs / "oauth_creds.json").resolve()
+    merged = json.loads((ours / "settings.json").read_text())
+    assert merged["ui"] == settings["ui"]
+    assert set(merged["hooks"]) == set(GEMINI_EVENTS)
+    first, ours_entry = merged["hooks"]["AfterAgent"]
+    assert first == user_hook
+    (hook,) = ours_entry["hooks"]
+    assert shlex.split(hook["command"]) == [sys.executable, "-m", "ptyvisor.hooks", "gemini-cli"]
+    assert hook["name"] == "ptyvisor" and hook["timeout"] == 10_000  # milliseconds
+    assert (theirs / "settings.json").read_text() == raw, "the user's file is untouched"
+    assert (ours.parent / ".agents").readlink() == tmp_path / "home" / ".agents"
+    # Removing the session folder (as the supervisor does) removes links, never targets.
+    (theirs / "tmp" / "chat.jsonl").write_text("kept")
+    shutil.rmtree(tmp_path / "s")
+    assert (theirs / "tmp" / "chat.jsonl").read_text() == "kept"
+    assert (theirs / "oauth_creds.json").exists()
+    # GEMINI_CLI_HOME of the user's own wins over HOME, as in Gemini.
+    moved = launch(
+        "gemini-cli",
+        [],
+        session_dir=tmp_path / "t",
+        env={"HOME": "/nonexistent", "GEMINI_CLI_HOME": str(tmp_path / "home")},
+    )
+    assert (Path(moved.env["GEMINI_CLI_HOME"]) / ".gemini" / "tmp").exists()
+
+
+def test_gemini_with_unreadable_user_settings_is_left_to_report_them(tmp_path: Path) -> None:
+    theirs = tmp_path / ".gemini"
+    theirs.mkdir()
+    (theirs / "settings.json").write_text("{ not json")
+    started = launch("gemini-cli", [], session_dir=tmp_path / "s", env={"HOME": str(tmp_path)})
+    settings = Path(started.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
+    assert settings.resolve() == (theirs / "settings.json").resolve()
+    nothing = launch(
+        "gemini-cli", [], session_dir=tmp_path / "t", env={"HOME": str(tmp_path / "no")}
+    )
+    fresh = json.loads(
+        (Path(nothing.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json").read_text()
+    )
+    assert set(fresh) == {"hooks"}
+    # A first run's conversations go to the user's own .gemini, to be resumed later.
+    assert (tmp_path / "no" / ".gemini" / "tmp").is_dir()

@@ -1,4 +1,4 @@
-"""Claude Code and Codex hook mapping: pure mapping rules, the real hook process
+"""Claude Code, Codex and Gemini CLI hook mapping: pure mapping rules, the real hook process
 writing real frames to a real PTY, and the whole path through a real server."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
 from ptyvisor.client import Client
 from ptyvisor.frames import Rejected, decode_frame, new_nonce
-from ptyvisor.hooks import claude_code, codex
+from ptyvisor.hooks import claude_code, codex, gemini_cli
 from ptyvisor.protocol import ActivityChanged
 from ptyvisor.scanner import FrameScanner
 
@@ -229,6 +229,83 @@ def test_codex_mapping() -> None:
     # 0.171 fires no PermissionRequest for request_user_input: its PreToolUse asks.
     (pre,) = codex.map_event({**question, "hook_event_name": "PreToolUse"}, 7)
     assert pre["type"] == "interaction" and pre["interaction"]["kind"] == "question"
+
+
+def gemini(event: str, **fields: Any) -> dict[str, Any]:
+    return {"session_id": "g-1", "hook_event_name": event, **fields}
+
+
+def test_gemini_mapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path))
+    assert kinds(gemini_cli.map_event(gemini("SessionStart", source="startup"), 1)) == [
+        "activity:waiting"
+    ]
+    assert kinds(gemini_cli.map_event(gemini("BeforeAgent", prompt="hi"), 2)) == [
+        "interaction_cleared",
+        "activity:working",
+    ]
+    tool = {"tool_name": "run_shell_command", "tool_input": {"command": TOKEN_IN_COMMAND}}
+    assert kinds(gemini_cli.map_event(gemini("BeforeTool", **tool), 3)) == ["activity:working"]
+    details = {"type": "exec", "title": "Confirm Shell Command", "command": TOKEN_IN_COMMAND}
+    ask = gemini("Notification", notification_type="ToolPermission", details=details)
+    (frame,) = gemini_cli.map_event(ask, 4)
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    assert report.interaction.tool == "run_shell_command"
+    assert report.interaction.title == "Confirm Shell Command"
+    ((label, value),) = [(r.label, r.value) for r in report.interaction.rows]
+    assert label == "Command" and "sekrit123" not in value
+    # A kind whose details say nothing of it: needs input, without an interaction.
+    other = {**ask, "details": {"type": "exit_plan_mode", "title": "Plan"}}
+    assert kinds(gemini_cli.map_event(other, 5)) == ["activity:needs_input"]
+    # ask_user: its questions are in the call's input, so its BeforeTool asks.
+    questions = [{"question": "Which?", "header": "Pick", "type": "choice", "options": []}]
+    asked = gemini("BeforeTool", tool_name="ask_user", tool_input={"questions": questions})
+    (frame,) = gemini_cli.map_event(asked, 5)
+    question = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(question, InteractionReport) and question.interaction.kind == "question"
+    assert question.interaction.questions[0].question == "Which?"
+    dialog = {**ask, "details": {"type": "ask_user", "title": "Ask User"}}
+    assert gemini_cli.map_event(dialog, 5) == []
+    answered = gemini_cli.map_event({**asked, "hook_event_name": "AfterTool"}, 5)
+    assert answered[0]["id"] == question.interaction.id
+    # The call's AfterTool clears exactly that request (its BeforeTool left the id):
+    # an id-less clear would mean a new prompt, dropping a queued message.
+    done = gemini_cli.map_event(gemini("AfterTool", **tool, tool_response={}), 6)
+    assert kinds(done) == ["interaction_cleared", "activity:working"]
+    assert done[0]["id"] == report.interaction.id
+    assert "sekrit123" not in (tmp_path / gemini_cli.CALL_FILE).read_text()
+    assert kinds(gemini_cli.map_event(gemini("SessionEnd", reason="clear"), 7)) == []
+    assert kinds(gemini_cli.map_event(gemini("SessionEnd", reason="exit"), 8)) == [
+        "activity:stopped"
+    ]
+
+
+def test_gemini_turn_end_reads_a_failure_from_the_transcript(tmp_path: Path) -> None:
+    """0.61.0 fires AfterAgent for a failed turn too; the TUI has just appended the
+    error (then a hint) to the transcript, the records as the real one writes them."""
+    transcript = tmp_path / "session.jsonl"
+    records = [
+        {"sessionId": "g-1", "kind": "main"},
+        {"id": "1", "type": "user", "content": [{"text": "hi"}]},
+        {"$set": {"lastUpdated": "x"}},
+        {"id": "2", "type": "gemini", "content": "hello"},
+    ]
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+    end = gemini("AfterAgent", transcript_path=str(transcript), prompt_response="hello")
+    assert kinds(gemini_cli.map_event(end, 1)) == ["activity:waiting"]
+    error = '[API Error: {"error":{"code":400,"message":"no E2E","status":"INVALID_ARGUMENT"}}]'
+    records += [
+        {"id": "3", "type": "user", "content": [{"text": "again"}]},
+        {"id": "4", "type": "error", "content": error},
+        {"$set": {"lastUpdated": "y"}},
+        {"id": "5", "type": "info", "content": "This request failed."},
+    ]
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (failed,) = gemini_cli.map_event(end, 2)
+    assert failed["phase"] == "failed" and "no E2E" in failed["reason"]
+    missing = gemini("AfterAgent", transcript_path=str(tmp_path / "gone.jsonl"))
+    assert kinds(gemini_cli.map_event(missing, 3)) == ["activity:waiting"]
 
 
 def test_codex_rollout_watcher_reports_failed_turns(tmp_path: Path) -> None:

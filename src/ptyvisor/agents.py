@@ -10,6 +10,15 @@ settings keep working beside ours.
 | codex | ``-c hooks.<Event>=…``, ``--no-daemon``, ``--dangerously-bypass-hook-trust`` |
 | opencode | ``OPENCODE_CONFIG_DIR`` = a session folder whose ``plugin/`` holds our plugin |
 | pi | ``--extension <file>``, only for the interactive TUI |
+| gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
+
+Gemini CLI 0.61 reads settings from ``~/.gemini`` (``GEMINI_CLI_HOME`` moves that
+home), the project, and system files it skips unless root owns them; it has no flag
+for extra settings. So the session gets a home of its own whose ``.gemini`` links
+every entry of the user's (credentials, history, extensions…) and whose
+``settings.json`` is a copy of the user's with our hook appended to each event: theirs
+run too, and their files are never written (a setting changed during the session is
+kept in the session's copy only).
 
 Codex asks the user to review a new hook before running it; ptyvisor's hook is a
 fixed command it ships, so it takes that step for the user (documented in the
@@ -18,16 +27,19 @@ README) rather than leaving the session silently unreported.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-AgentName = Literal["claude-code", "codex", "opencode", "pi"]
-AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "opencode", "pi")
+AgentName = Literal["claude-code", "codex", "opencode", "pi", "gemini-cli"]
+AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "opencode", "pi", "gemini-cli")
 
 CLAUDE_EVENTS = (
     "SessionStart",
@@ -51,6 +63,17 @@ CODEX_EVENTS = (
     "Stop",
     "SessionEnd",
 )
+GEMINI_EVENTS = (
+    "SessionStart",
+    "BeforeAgent",
+    "BeforeTool",
+    "AfterTool",
+    "Notification",
+    "AfterAgent",
+    "SessionEnd",
+)
+GEMINI_HOOK_NAME = "ptyvisor"
+"""What Gemini shows while our hook runs, and the name ``hooksConfig.disabled`` takes."""
 CODEX_FLAGS = ("--no-daemon", "--dangerously-bypass-hook-trust")
 HOOK_TIMEOUT_SECONDS = 10
 DECISION_TIMEOUT_SECONDS = 24 * 60 * 60
@@ -65,6 +88,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "codex": False,  # 0.171 starts its thread (and SessionStart) with the first prompt
     "opencode": False,  # the plugin loads seconds before the TUI reads keys
     "pi": True,  # session_start
+    "gemini-cli": True,  # SessionStart when the TUI comes up
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
 ptyvisor calls the session Ready when the screen shows its input prompt
@@ -127,11 +151,92 @@ def codex_overrides() -> list[str]:
     return args
 
 
+def gemini_settings(user: Mapping[str, object]) -> dict[str, object]:
+    """The user's Gemini settings with our hook appended to each event we report."""
+    hook = {
+        "name": GEMINI_HOOK_NAME,
+        "type": "command",
+        "command": hook_command("gemini-cli"),
+        "timeout": HOOK_TIMEOUT_SECONDS * 1000,  # milliseconds
+    }
+    theirs = user.get("hooks")
+    hooks: dict[str, object] = dict(theirs) if isinstance(theirs, Mapping) else {}
+    for event in GEMINI_EVENTS:
+        entries = hooks.get(event)
+        kept = list(entries) if isinstance(entries, list) else []
+        hooks[event] = [*kept, {"matcher": "*", "hooks": [hook]}]
+    return {**user, "hooks": hooks}
+
+
+_JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
+
+
+def read_jsonc(path: Path) -> dict[str, object] | None:
+    """A settings file as Gemini reads it (JSON with comments): {} when there is none,
+    None when it cannot be read as an object."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        value = json.loads(_JSONC_NOISE.sub(lambda m: m.group(1) or "", raw))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+GEMINI_STATE_DIRS = ("tmp",)
+"""Where Gemini keeps conversations (``tmp/<project>/chats``): made in the user's
+``.gemini`` first, as Gemini itself would, so that a first run's history is theirs
+(and resumable) rather than the session folder's."""
+
+
+def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
+    """The session's ``GEMINI_CLI_HOME`` (see the module notes): its ``.gemini`` links
+    the user's entries, its ``.agents`` (user skills, also under Gemini's home) is the
+    user's. A user settings file Gemini could not read either is linked as it is:
+    Gemini reports it, and the session goes unreported."""
+    user_home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home()))
+    theirs = user_home / ".gemini"
+    home = session_dir / "gemini"
+    ours = home / ".gemini"
+    ours.mkdir(parents=True, exist_ok=True)
+    if not os.path.lexists(home / ".agents"):
+        (home / ".agents").symlink_to(user_home / ".agents")
+    for name in GEMINI_STATE_DIRS:
+        with contextlib.suppress(OSError):
+            (theirs / name).mkdir(parents=True, exist_ok=True)
+    try:
+        entries = sorted(theirs.iterdir())
+    except OSError:
+        entries = []
+    for entry in entries:
+        link = ours / entry.name
+        if entry.name != "settings.json" and not os.path.lexists(link):
+            link.symlink_to(entry)
+    settings = ours / "settings.json"
+    user = read_jsonc(theirs / "settings.json")
+    if user is None:
+        if not os.path.lexists(settings):
+            settings.symlink_to(theirs / "settings.json")
+    else:
+        settings.write_text(json.dumps(gemini_settings(user), indent=2) + "\n")
+    return home
+
+
 def launch(
-    agent: AgentName, args: Sequence[str], *, session_dir: Path, resume: str | None = None
+    agent: AgentName,
+    args: Sequence[str],
+    *,
+    session_dir: Path,
+    resume: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Launch:
     """The argv and environment additions that start ``agent`` with our extension;
-    ``resume``: the agent's own id of a conversation to continue (`resume_args`)."""
+    ``resume``: the agent's own id of a conversation to continue (`resume_args`);
+    ``env``: the environment the agent will get (where the user's config is)."""
     extra = resume_args(agent, resume) if resume is not None else []
     match agent:
         case "claude-code":
@@ -159,15 +264,19 @@ def launch(
                 return Launch(["pi", *args, *extra])  # machine-read stdout: no frames there
             extension = extensions_dir() / "pi" / "ptyvisor.js"
             return Launch(["pi", "--extension", str(extension), *args, *extra])
+        case "gemini-cli":
+            home = gemini_home(session_dir, os.environ if env is None else env)
+            return Launch(["gemini", *args, *extra], {"GEMINI_CLI_HOME": str(home)})
 
 
 def resume_args(agent: AgentName, native_session_id: str) -> list[str]:
     """The agent's own way to continue conversation ``native_session_id`` (checked
     against the pinned versions: Claude Code 2.1.332 ``--resume <id>``, Codex 0.171
     ``resume <id>`` (a subcommand, see `launch`), OpenCode 1.18 ``--session <id>``,
-    Pi 0.73 ``--session <id>`` (a session UUID or a prefix of it))."""
+    Pi 0.73 ``--session <id>`` (a session UUID or a prefix of it), Gemini CLI 0.61
+    ``--resume <uuid>``)."""
     match agent:
-        case "claude-code":
+        case "claude-code" | "gemini-cli":
             return ["--resume", native_session_id]
         case "codex":
             return ["resume", native_session_id]

@@ -92,7 +92,9 @@ class Supervisor:
         extra_env: dict[str, str] = {}
         command = list(argv)
         if agent is not None:
-            started = launch(agent, argv, session_dir=self.session_dir(session_id), resume=resume)
+            started = launch(
+                agent, argv, session_dir=self.session_dir(session_id), resume=resume, env=env
+            )
             # What the user asked for: the agent's program and their own arguments,
             # without the extension flags (a page-long hooks JSON for Claude).
             command = [started.argv[0], *argv]

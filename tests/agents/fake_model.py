@@ -7,7 +7,9 @@ use (see ``tests/agents/test_fake_model.py``):
   ``event:`` lines;
 * OpenAI Responses: ``POST /v1/responses`` (Codex), SSE with ``event:`` lines;
 * OpenAI Chat Completions: ``POST /v1/chat/completions`` (OpenCode, Pi), ``data:``
-  chunks ending with ``data: [DONE]``.
+  chunks ending with ``data: [DONE]``;
+* Gemini: ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (Gemini CLI),
+  ``data:`` chunks of ``GenerateContentResponse``, and ``:generateContent``.
 
 A test scripts the model's turns in order with :meth:`FakeModelServer.script`; each
 request that carries tools takes the next :class:`Reply`. Requests without tools are the
@@ -27,6 +29,7 @@ import contextlib
 import gzip
 import itertools
 import json
+import re
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -44,7 +47,7 @@ __all__ = [
     "ToolResult",
 ]
 
-Api = Literal["anthropic", "responses", "chat"]
+Api = Literal["anthropic", "responses", "chat", "gemini"]
 ReplyKind = Literal["text", "tool", "error"]
 
 ROUTES: dict[str, Api] = {
@@ -52,11 +55,15 @@ ROUTES: dict[str, Api] = {
     "/v1/responses": "responses",
     "/v1/chat/completions": "chat",
 }
+GEMINI_ROUTE = re.compile(r"/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>\w+)")
+"""Gemini's routes name the model and the method in the path."""
+GEMINI_METHODS = ("generateContent", "streamGenerateContent")
 
 ASK_TOOLS: dict[str, str] = {
     "claude-code": "AskUserQuestion",
     "codex": "request_user_input",
     "opencode": "question",
+    "gemini-cli": "ask_user",
 }
 """Each agent's own tool for asking the user a multiple-choice question (Pi has none)."""
 SHELL_TOOLS: dict[str, str] = {
@@ -64,6 +71,7 @@ SHELL_TOOLS: dict[str, str] = {
     "codex": "exec_command",
     "opencode": "bash",
     "pi": "bash",
+    "gemini-cli": "run_shell_command",
 }
 """Each agent's shell tool, as named in the ``tools`` list it sends."""
 
@@ -79,6 +87,15 @@ _ANTHROPIC_ERROR_TYPES = {
     429: "rate_limit_error",
     500: "api_error",
     529: "overloaded_error",
+}
+_GOOGLE_ERROR_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
 }
 _OPENAI_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -151,7 +168,7 @@ class Reply:
     ) -> Reply:
         """A shell command through ``agent``'s own tool, shaped so that it needs approval
         where the agent has approvals (Codex: ``require_escalated``; Pi never asks)."""
-        if agent in ("claude-code", "opencode"):
+        if agent in ("claude-code", "opencode", "gemini-cli"):
             arguments: dict[str, Any] = {"command": command, "description": description}
         elif agent == "codex":
             arguments = {
@@ -192,6 +209,8 @@ class Reply:
             q = {"id": "q0", "header": header, "question": question, "options": described}
         elif agent == "opencode":
             q = {"question": question, "header": header, "options": described}
+        elif agent == "gemini-cli":
+            q = {"question": question, "header": header, "type": "choice", "options": described}
         else:
             raise ValueError(f"{agent} has no ask tool")
         return cls.tool(ASK_TOOLS[agent], {"questions": [q]}, call_id=call_id)
@@ -247,6 +266,10 @@ class Request:
         for tool in self.body.get("tools") or []:
             if not isinstance(tool, dict):
                 continue
+            declarations = tool.get("functionDeclarations")
+            if isinstance(declarations, list):  # Gemini: one entry declares many functions
+                names.extend(str(d.get("name")) for d in declarations if isinstance(d, dict))
+                continue
             function = tool.get("function")
             if isinstance(function, dict) and "name" in function:
                 names.append(str(function["name"]))
@@ -262,6 +285,9 @@ class Request:
         for tool in tools or []:
             if not isinstance(tool, dict):
                 continue
+            for declaration in tool.get("functionDeclarations") or []:
+                if isinstance(declaration, dict) and declaration.get("name") == name:
+                    return declaration
             function = tool.get("function")
             tool_name = function.get("name") if isinstance(function, dict) else tool.get("name")
             if tool_name == name or (tool_name is None and tool.get("type") == name):
@@ -270,10 +296,15 @@ class Request:
 
     @property
     def model(self) -> str:
+        if self.api == "gemini":
+            route = GEMINI_ROUTE.fullmatch(self.path)
+            return route["model"] if route else ""
         return str((self.body or {}).get("model", "")) if isinstance(self.body, dict) else ""
 
     @property
     def streaming(self) -> bool:
+        if self.api == "gemini":
+            return self.path.endswith(":streamGenerateContent")
         return isinstance(self.body, dict) and self.body.get("stream") is True
 
     def tool_results(self) -> list[ToolResult]:
@@ -304,6 +335,17 @@ class Request:
                     results.append(
                         ToolResult(str(item.get("call_id", "")), _flatten(item.get("output")))
                     )
+        elif self.api == "gemini":
+            for part in _gemini_parts(self.body, "user"):
+                response = part.get("functionResponse")
+                if isinstance(response, dict):
+                    output = response.get("response")
+                    failed = isinstance(output, dict) and "error" in output
+                    if isinstance(output, dict) and len(output) == 1:
+                        output = next(iter(output.values()))  # {"output": …} / {"error": …}
+                    results.append(
+                        ToolResult(str(response.get("id", "")), _flatten(output), failed)
+                    )
         elif self.api == "chat":
             for message in self.body.get("messages") or []:
                 if isinstance(message, dict) and message.get("role") == "tool":
@@ -322,6 +364,14 @@ class Request:
         if not isinstance(self.body, dict):
             return []
         texts: list[str] = []
+        if self.api == "gemini":
+            for content in self.body.get("contents") or []:
+                if isinstance(content, dict) and content.get("role") == "user":
+                    parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+                    text = "\n".join(str(p["text"]) for p in parts if "text" in p)
+                    if text:
+                        texts.append(text)
+            return texts
         entries = self.body.get("messages") if self.api != "responses" else self.body.get("input")
         for entry in entries if isinstance(entries, list) else []:
             if isinstance(entry, dict) and entry.get("role") == "user":
@@ -554,7 +604,7 @@ class FakeModelServer:
             headers=headers,
             raw_body=raw,
             body=None,
-            api=ROUTES.get(split.path.rstrip("/")),
+            api=_api(split.path),
             at=time.time(),
         )
         self.requests.append(request)
@@ -641,6 +691,9 @@ class FakeModelServer:
         if request.api == "anthropic":
             kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
             body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        elif request.api == "gemini":
+            kind = _GOOGLE_ERROR_STATUSES.get(status, "INTERNAL")
+            body = {"error": {"code": status, "message": message, "status": kind}}
         else:
             kind = _OPENAI_ERROR_TYPES.get(status, "server_error")
             body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
@@ -698,7 +751,8 @@ def _output_schema(body: dict[str, Any]) -> Any:
     for candidate in candidates:
         if isinstance(candidate, dict) and isinstance(candidate.get("schema"), dict):
             return candidate["schema"]
-    return None
+    config = body.get("generationConfig") or {}  # Gemini: the schema itself
+    return config.get("responseJsonSchema") or config.get("responseSchema")
 
 
 def _example(schema: Any, text: str) -> Any:
@@ -1105,13 +1159,85 @@ def _chat_complete(request: Request, reply: Reply, n: int) -> dict[str, Any]:
     }
 
 
+def _api(path: str) -> Api | None:
+    """Which API a request path belongs to, or None for an unknown endpoint."""
+    path = path.rstrip("/")
+    route = GEMINI_ROUTE.fullmatch(path)
+    if route is not None:
+        return "gemini" if route["method"] in GEMINI_METHODS else None
+    return ROUTES.get(path)
+
+
+def _gemini_parts(body: dict[str, Any], role: str) -> Iterator[dict[str, Any]]:
+    """Every part of every ``role`` content in a Gemini request, oldest first."""
+    for content in body.get("contents") or []:
+        if isinstance(content, dict) and content.get("role") == role:
+            yield from (p for p in content.get("parts") or [] if isinstance(p, dict))
+
+
+def _gemini_candidate(parts: list[dict[str, Any]], finish: str | None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return candidate
+
+
+def _gemini_response(
+    request: Request, n: int, parts: list[dict[str, Any]], finish: str | None
+) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "candidates": [_gemini_candidate(parts, finish)],
+        "modelVersion": request.model or "fake-model",
+        "responseId": f"resp-fake{n:06d}",
+    }
+    if finish is not None:
+        response["usageMetadata"] = {
+            "promptTokenCount": 10,
+            "candidatesTokenCount": 5,
+            "totalTokenCount": 15,
+        }
+    return response
+
+
+def _gemini_call(request: Request, reply: Reply) -> dict[str, Any]:
+    return {
+        "functionCall": {"id": request.call_id, "name": reply.tool_name, "args": reply.arguments}
+    }
+
+
+def _gemini_stream(request: Request, reply: Reply, n: int) -> list[bytes]:
+    """Text in a few chunks, then the function call; the last chunk has the finish
+    reason and usage (Gemini CLI retries a stream that ends without a finish reason)."""
+    chunks: list[list[dict[str, Any]]] = []
+    if reply.content or reply.kind == "text":
+        chunks.extend([{"text": piece}] for piece in _pieces(reply.content))
+    if reply.kind == "tool":
+        chunks.append([_gemini_call(request, reply)])
+    last = len(chunks) - 1
+    return [
+        _sse(_gemini_response(request, n, parts, "STOP" if i == last else None))
+        for i, parts in enumerate(chunks)
+    ]
+
+
+def _gemini_complete(request: Request, reply: Reply, n: int) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if reply.content or reply.kind == "text":
+        parts.append({"text": reply.content})
+    if reply.kind == "tool":
+        parts.append(_gemini_call(request, reply))
+    return _gemini_response(request, n, parts, "STOP")
+
+
 _STREAMERS: dict[Api, Callable[[Request, Reply, int], list[bytes]]] = {
     "anthropic": _anthropic_stream,
     "responses": _responses_stream,
     "chat": _chat_stream,
+    "gemini": _gemini_stream,
 }
 _COMPLETERS: dict[Api, Callable[[Request, Reply, int], dict[str, Any]]] = {
     "anthropic": _anthropic_complete,
     "responses": _responses_complete,
     "chat": _chat_complete,
+    "gemini": _gemini_complete,
 }

@@ -28,10 +28,12 @@ from pathlib import Path
 
 import ptyprocess
 
+from ptyvisor.agents import read_jsonc
 from ptyvisor.terminal import HeadlessTerminal
 
 __all__ = [
     "API_KEY",
+    "GEMINI_SETTINGS",
     "MODEL",
     "AgentTui",
     "offline_env",
@@ -214,11 +216,40 @@ def _pi(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
     return ["--offline"]
 
 
+GEMINI_MODEL = "gemini-2.5-flash"
+"""A model Gemini CLI knows (an explicit one also skips its model router's side call)."""
+GEMINI_SETTINGS: dict[str, object] = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+"""The auth type must be chosen (with only the key set, a dialog asks at first run); no
+usage statistics, update checks or folder-trust dialog."""
+
+
+def _gemini_cli(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    env.update(
+        {
+            "GEMINI_API_KEY": API_KEY,
+            "GOOGLE_GEMINI_BASE_URL": url,
+            "GEMINI_MODEL": GEMINI_MODEL,
+            "GEMINI_CLI_HOME": str(home),
+        }
+    )
+    # Added to settings a test wrote as the user's (a file that has them is not rewritten).
+    path = home / ".gemini" / "settings.json"
+    settings = read_jsonc(path) or {}
+    if any(settings.get(key) != value for key, value in GEMINI_SETTINGS.items()):
+        _write_json(path, {**settings, **GEMINI_SETTINGS})
+    return []
+
+
 _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "claude-code": _claude_code,
     "codex": _codex,
     "opencode": _opencode,
     "pi": _pi,
+    "gemini-cli": _gemini_cli,
 }
 
 

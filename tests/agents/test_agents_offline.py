@@ -1,4 +1,4 @@
-"""The four real agent TUIs, offline, under real PTYs, against the fake model server.
+"""The real agent TUIs, offline, under real PTYs, against the fake model server.
 
 Each test starts one agent's interactive TUI (120x40, TERM=xterm-256color) configured by
 :func:`tests.agents.offline.offline_env`, waits until it takes input, types a prompt,
@@ -81,7 +81,23 @@ Pi 0.73.1 (``pi``, Node, renders inline: no alternate screen)
     a ``role: "tool"`` message with the output. Quit: Ctrl-D on an empty editor exits 0
     at once; two Ctrl-C exit only when close together (0.3 s apart did, 0.5 s did not).
 
-All four answer the fake server's SSE without complaint; none calls ``/models`` or
+Gemini CLI 0.61.0 (``gemini``, Node, relaunches itself as a child node process)
+    Offline through ``GOOGLE_GEMINI_BASE_URL`` + ``GEMINI_API_KEY``; the settings must
+    pick ``security.auth.selectedType`` (else a first-run auth dialog waits) and turn
+    off folder trust, usage statistics and update checks. Ready: ~3-6 s; input box
+    ``Type your message or @path/to/file``, footer with the model (``GEMINI_MODEL``;
+    with the default "Auto" model each prompt first costs a side ``:generateContent``
+    request to a router model). Enter submits. Sends ``POST
+    /v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`` (``x-goog-api-key``,
+    the tools as ``functionDeclarations``). Shell tool: ``run_shell_command``
+    ``{"command", "description"?, "dir_path"?, "is_background"?}``; a read-only command
+    (``echo``) runs at once, a writing one asks: "Allow execution of [Shell]?" with
+    ``● 1. Allow once`` selected (2. for this session, 3. no); Enter approves. The
+    result comes back as a ``functionResponse`` part carrying the call's ``id``,
+    ``{"output": ...}``. Quit: Ctrl-C on an empty prompt shows "Press Ctrl+C again to
+    exit"; a second one exits 0.
+
+All of them answer the fake server's SSE without complaint; none calls ``/models`` or
 probes ``/``. Every TUI sends DA1 and/or CPR queries, answered here through
 ``HeadlessTerminal``'s ``on_reply``.
 """
@@ -127,6 +143,9 @@ class Keys:
     for ~0.1-0.2 s after drawing its dialog)."""
     quit: tuple[tuple[str, str | None], ...]
     """Keystrokes to quit, each with the text to wait for before the next one."""
+    enter_after: float = 0.0
+    """Seconds between a typed prompt showing and its Enter (Gemini takes an Enter
+    within 30 ms of the previous key for a newline in a paste)."""
 
 
 KEYS: dict[str, Keys] = {
@@ -158,6 +177,14 @@ KEYS: dict[str, Keys] = {
         approve_after=0,
         quit=((CTRL_D, None),),
     ),
+    "gemini-cli": Keys(
+        ready=lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
+        approval="Allow execution of [Shell]?",
+        approve=ENTER,
+        approve_after=0.6,
+        quit=((CTRL_C, "again to exit"), (CTRL_C, None)),
+        enter_after=0.1,
+    ),
 }
 
 
@@ -167,13 +194,14 @@ def agents_installed() -> Path:
     return agent_bin_dir()
 
 
-async def submit(tui: AgentTui, text: str) -> None:
+async def submit(tui: AgentTui, text: str, enter_after: float = 0.0) -> None:
     """Type ``text``, wait until the input box shows it, then press Enter.
 
     Enter is sent on its own: sent with the text it could be taken as part of a paste.
     """
     tui.write(text)
     await tui.wait_for(text, what=f"typed prompt {text!r}")
+    await asyncio.sleep(enter_after)
     tui.write(ENTER)
 
 
@@ -205,7 +233,7 @@ async def test_agent_tui_offline(agent: str, agents_installed: Path, tmp_path: P
 
             # 1. A prompt reaches the model; the answer reaches the screen.
             server.script(Reply.text(f"Fake answer PONG-{agent}"))
-            await submit(tui, "Say the magic word")
+            await submit(tui, "Say the magic word", keys.enter_after)
             first = await model_request(server, tui, scripted(), "the prompt")
             assert any("Say the magic word" in text for text in first.user_texts()), first.body
             await tui.wait_for(f"PONG-{agent}", what="the answer")
@@ -217,7 +245,7 @@ async def test_agent_tui_offline(agent: str, agents_installed: Path, tmp_path: P
                 Reply.shell(agent, COMMAND, description="Write the marker file"),
                 Reply.text(f"Tool finished DONE-{agent}"),
             )
-            await submit(tui, "Write the marker file")
+            await submit(tui, "Write the marker file", keys.enter_after)
             call = await model_request(server, tui, scripted(since), "the tool call")
             assert call.call_id is not None
             if keys.approval is not None:

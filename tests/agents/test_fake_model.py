@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents.fake_model import ASK_TOOLS, SHELL_TOOLS, FakeModelServer, Reply
+from tests.agents.fake_model import ASK_TOOLS, SHELL_TOOLS, FakeModelServer, Reply, ToolResult
 
 pytestmark = pytest.mark.anyio
 
@@ -290,6 +290,73 @@ async def test_chat_not_streaming(server: FakeModelServer) -> None:
     assert completion["choices"][0]["message"] == {"role": "assistant", "content": "plain"}
 
 
+# -- Gemini generateContent ----------------------------------------------------------------
+
+GEMINI_TOOLS = [{"functionDeclarations": [{"name": "run_shell_command", "parameters": {}}]}]
+GEMINI_STREAM = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+
+
+async def test_gemini_text_stream(server: FakeModelServer) -> None:
+    server.script(Reply.text("Hello from the fake Gemini"))
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": GEMINI_TOOLS}
+    events = sse(await post(server, GEMINI_STREAM, body))
+    assert all(e.event is None for e in events)  # data: lines only
+    chunks = [e.json() for e in events]
+    texts = [c["candidates"][0]["content"]["parts"][0]["text"] for c in chunks]
+    assert "".join(texts) == "Hello from the fake Gemini" and len(chunks) > 1
+    assert all(c["candidates"][0]["content"]["role"] == "model" for c in chunks)
+    assert [c["candidates"][0].get("finishReason") for c in chunks][-2:] == [None, "STOP"]
+    assert "usageMetadata" in chunks[-1]
+    request = server.requests[0]
+    assert (request.api, request.model, request.streaming) == ("gemini", "gemini-2.5-flash", True)
+    assert request.tool_names == ["run_shell_command"] and request.user_texts() == ["hi"]
+
+
+async def test_gemini_function_call_and_response(server: FakeModelServer) -> None:
+    server.script(Reply.shell("gemini-cli", "ls -la", description="List"))
+    prompt = {"role": "user", "parts": [{"text": "list"}]}
+    body: dict[str, Any] = {"contents": [prompt], "tools": GEMINI_TOOLS}
+    [chunk] = [e.json() for e in sse(await post(server, GEMINI_STREAM, body))]
+    [part] = chunk["candidates"][0]["content"]["parts"]
+    call_id = server.requests[0].call_id
+    assert part == {
+        "functionCall": {
+            "id": call_id,
+            "name": "run_shell_command",
+            "args": {"command": "ls -la", "description": "List"},
+        }
+    }
+    assert chunk["candidates"][0]["finishReason"] == "STOP"
+
+    server.script(Reply.text("ok"))
+    response = {"id": call_id, "name": "run_shell_command", "response": {"output": "a b"}}
+    contents = [
+        prompt,
+        {"role": "model", "parts": [part]},
+        {"role": "user", "parts": [{"functionResponse": response}]},
+    ]
+    await post(server, GEMINI_STREAM, {**body, "contents": contents})
+    found = server.requests[1].tool_result(call_id or "")
+    assert found == ToolResult(call_id or "", "a b", False)
+    assert server.requests[1].user_texts() == ["list"]  # a function response is no text
+
+
+async def test_gemini_not_streaming_and_side_requests(server: FakeModelServer) -> None:
+    server.script(Reply.text("plain"))
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    response = (await post(server, path, {"contents": [], "tools": GEMINI_TOOLS})).json()
+    assert response["candidates"][0]["content"]["parts"] == [{"text": "plain"}]
+    assert response["candidates"][0]["finishReason"] == "STOP"
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}}}
+    side = await post(
+        server, path, {"contents": [], "generationConfig": {"responseJsonSchema": schema}}
+    )
+    text = side.json()["candidates"][0]["content"]["parts"][0]["text"]
+    assert json.loads(text) == {"score": 0}
+    unknown = await post(server, "/v1beta/models/gemini-2.5-flash:countTokens", {})
+    assert unknown.status == 500 and server.unexpected[-1].problem == "unknown endpoint"
+
+
 # -- side requests, errors, the unexpected ------------------------------------------------
 
 
@@ -335,6 +402,11 @@ async def test_side_requests_do_not_consume_the_script(server: FakeModelServer) 
                     "code": None,
                 }
             },
+        ),
+        (
+            GEMINI_STREAM,
+            GEMINI_TOOLS,
+            {"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}},
         ),
     ],
 )

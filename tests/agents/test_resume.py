@@ -22,7 +22,7 @@ from ptyvisor.client import Client
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.installed import agent_bin_dir
 from tests.agents.offline import offline_env
-from tests.agents.under_ptyvisor import AgentRun
+from tests.agents.under_ptyvisor import ENTER_AFTER, AgentRun
 
 from ..conftest import PTYVISOR_BIN, TOKEN, start_serve
 
@@ -34,6 +34,7 @@ READY: dict[str, Callable[[str], bool]] = {
     # A resumed OpenCode shows its conversation instead of "Ask anything".
     "opencode": lambda screen: "ctrl+p" in screen and "Fake model" in screen,
     "pi": lambda screen: "pi v0.73.1" in screen and "fake-model" in screen,
+    "gemini-cli": lambda screen: "Type your message" in screen and "gemini-2.5-flash" in screen,
 }
 FIRST = "Remember the word PAPAYA-7 for later"
 SECOND = "Say which word I asked you to remember"
@@ -76,18 +77,18 @@ def _descendants(root: int) -> list[int]:
 
 @asynccontextmanager
 async def watched(
-    url: str, session_id: str, model: FakeModelServer, project: Path
+    url: str, session_id: str, model: FakeModelServer, project: Path, agent: str
 ) -> AsyncIterator[AgentRun]:
     async with Client.connect(url, TOKEN) as client, anyio.create_task_group() as tg:
         await client.attach(session_id, answers_queries=False)
-        run = AgentRun(client, session_id, model, project)
+        run = AgentRun(client, session_id, model, project, enter_after=ENTER_AFTER.get(agent, 0.0))
         tg.start_soon(run.collect)
         yield run
         tg.cancel_scope.cancel()
 
 
 @pytest.mark.timeout(240, func_only=True)
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "opencode", "pi"])
+@pytest.mark.parametrize("agent", list(READY))
 async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir(parents=True)
@@ -103,7 +104,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             async with Client.connect(first.url, TOKEN) as client:
                 summary = await client.spawn(extra_argv, agent=agent, cwd=str(project))
             old = summary.id
-            async with watched(first.url, old, model, project) as run:
+            async with watched(first.url, old, model, project, agent) as run:
                 await run.wait_screen(ready, wait=60)
                 await run.wait_phase("waiting", wait=30)
                 model.script(Reply.text("Noted FIRST-DONE"))
@@ -129,7 +130,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             )
             assert resumed.returncode == 0, resumed.stderr
             new = resumed.stdout.decode().strip()
-            async with watched(second.url, new, model, project) as run:
+            async with watched(second.url, new, model, project, agent) as run:
                 await run.wait_screen(ready, wait=60)
                 model.script(Reply.text("The word was PAPAYA-7 SECOND-DONE"))
                 since = len(model.requests)

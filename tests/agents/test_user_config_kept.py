@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from tests.agents.fake_model import FakeModelServer, Reply
+from tests.agents.offline import GEMINI_SETTINGS
 from tests.agents.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
@@ -50,10 +51,22 @@ def pi_user_extension(home: Path, marker: Path) -> list[Path]:
     return [extension]
 
 
+def gemini_user_hook(home: Path, marker: Path) -> list[Path]:
+    """The user's own hook in their settings.json, which also holds what the offline
+    run needs (so the test harness leaves the file as it is)."""
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    hook = {"type": "command", "command": f"touch {marker}"}
+    hooks = {"SessionStart": [{"matcher": "*", "hooks": [hook]}]}
+    settings.write_text("// mine\n" + json.dumps({**GEMINI_SETTINGS, "hooks": hooks}))
+    return [settings]
+
+
 USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
     "claude-code": claude_user_hook,
     "opencode": opencode_user_plugin,
     "pi": pi_user_extension,
+    "gemini-cli": gemini_user_hook,
 }
 
 

@@ -1,10 +1,10 @@
 """``python -m ptyvisor.hooks <agent>``: one hook invocation.
 
 Exit status is always 0, and nothing is printed except an agent's native answer to
-a request a client decided (through the control socket, see ``decide``) or Claude's
-Stop-hook block carrying a queued message: a failing
-or chatty hook would change the agent's behaviour (Claude treats exit 2 as "block"
-and stdout JSON as a decision).
+a request a client decided (through the control socket, see ``decide``) or a Stop /
+AfterAgent hook's block carrying a queued message: a failing or chatty hook would
+change the agent's behaviour (Claude treats exit 2 as "block" and stdout JSON as a
+decision).
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ import sys
 import time
 
 MAX_STDIN = 1024 * 1024
-MAPPERS = {"claude-code": "ptyvisor.hooks.claude_code", "codex": "ptyvisor.hooks.codex"}
+MAPPERS = {
+    "claude-code": "ptyvisor.hooks.claude_code",
+    "codex": "ptyvisor.hooks.codex",
+    "gemini-cli": "ptyvisor.hooks.gemini_cli",
+}
 
 
 def main(argv: list[str]) -> int:
