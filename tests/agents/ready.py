@@ -24,6 +24,7 @@ PROMPT_SHOWN: dict[str, Screen] = {
     "codex": lambda s: "›" in s and "? for shortcuts" in s,
     "opencode": "Ask anything",
     "pi": lambda s: "pi v0.73.1" in s and "fake-model" in s,
+    "gemini-cli": lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
 }
 """Each agent's input prompt, drawn and empty: the earliest the TUI can visibly take keys."""
 
@@ -108,6 +109,10 @@ async def quit_agent(run: AgentRun, agent: str) -> None:
         case "claude-code":
             await run.type("\x03")
             await run.wait_screen("Press Ctrl-C again to exit", wait=10)
+            await run.type("\x03")
+        case "gemini-cli":
+            await run.type("\x03")
+            await run.wait_screen("again to exit", wait=10)
             await run.type("\x03")
         case "pi":
             await run.type("\x04")

@@ -8,7 +8,7 @@ an approval or give an answer, so the interactions are typed, not answerable fro
 client), a failed turn (the provider's 400, which
 ``AfterAgent`` ends and the transcript explains), and the exit. A message queued while
 Gemini works becomes its next request (``AfterAgent`` blocks the stop), and a prompt
-typed the instant Ready arrives reaches the model.
+typed the instant Ready arrives reaches the model (tests/agents/test_ready_e2e.py).
 """
 
 from __future__ import annotations
@@ -125,20 +125,6 @@ async def test_gemini_cli_acts_on_a_queued_message(tmp_path: Path) -> None:
         later = await acts_on_a_queued_message(run, queued)
         assert any(queued in text for text in later.user_texts()), later.user_texts()
     assert model.pending == 0
-
-
-@pytest.mark.timeout(90, func_only=True)
-async def test_gemini_cli_prompt_typed_at_ready_reaches_the_model(tmp_path: Path) -> None:
-    """Ready means ready for input: a prompt typed the instant ``waiting`` arrives is
-    not lost to a TUI still starting up."""
-    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
-        model.script(Reply.text("Hello back READY-OK"))
-        await run.wait_phase("waiting", wait=60)
-        await run.submit("Typed at Ready")
-        request = await run.scripted_request(0, "the prompt typed at Ready")
-        assert "Typed at Ready" in request.user_texts()[-1], request.user_texts()
-        await run.wait_screen("READY-OK", wait=15)
-        await run.assert_clean()
 
 
 @pytest.mark.timeout(90, func_only=True)
