@@ -31,9 +31,9 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.agents.ready import READY_PHASES, ReadyTiming, typed_at_ready  # noqa: E402
+from tests.agents.ready import PROMPT_SHOWN, READY_PHASES, ReadyTiming, typed_at_ready  # noqa: E402
 
-AGENTS = ["claude-code", "codex", "opencode", "pi"]
+AGENTS = list(PROMPT_SHOWN)
 
 
 def _ms(values: list[float]) -> str:
