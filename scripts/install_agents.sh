@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the four agent CLIs the end-to-end tests drive, at exact pinned versions.
+# Install the five agent CLIs the end-to-end tests drive, at exact pinned versions.
 #
 #   scripts/install_agents.sh        -> last stdout line: the node_modules/.bin directory
 #
@@ -16,9 +16,10 @@ PINS=(
     "@openai/codex@0.171.0"
     "opencode-ai@1.18.33"
     "@mariozechner/pi-coding-agent@0.73.1"
+    "@qwen-code/qwen-code@0.24.4"
 )
 # The bin names the tests call; each must answer --version.
-BINS=(claude codex opencode pi)
+BINS=(claude codex opencode pi qwen)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
@@ -31,6 +32,7 @@ exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --allow-scripts @anthropic-ai/claude-code --allow-scripts opencode-ai \
     --home-env CODEX_HOME=.codex --home-env CLAUDE_CONFIG_DIR=.claude \
     --home-env PI_CODING_AGENT_DIR=.pi --env PI_OFFLINE=1 \
+    --home-env QWEN_HOME=.qwen \
     --env DISABLE_AUTOUPDATER=1 --env CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
     --env OPENCODE_DISABLE_AUTOUPDATE=1 --env OPENCODE_DISABLE_MODELS_FETCH=1 \
     "${bins[@]}" -- "${PINS[@]}"

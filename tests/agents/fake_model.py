@@ -57,6 +57,7 @@ ASK_TOOLS: dict[str, str] = {
     "claude-code": "AskUserQuestion",
     "codex": "request_user_input",
     "opencode": "question",
+    "qwen-code": "ask_user_question",
 }
 """Each agent's own tool for asking the user a multiple-choice question (Pi has none)."""
 SHELL_TOOLS: dict[str, str] = {
@@ -64,6 +65,7 @@ SHELL_TOOLS: dict[str, str] = {
     "codex": "exec_command",
     "opencode": "bash",
     "pi": "bash",
+    "qwen-code": "run_shell_command",
 }
 """Each agent's shell tool, as named in the ``tools`` list it sends."""
 
@@ -151,7 +153,7 @@ class Reply:
     ) -> Reply:
         """A shell command through ``agent``'s own tool, shaped so that it needs approval
         where the agent has approvals (Codex: ``require_escalated``; Pi never asks)."""
-        if agent in ("claude-code", "opencode"):
+        if agent in ("claude-code", "opencode", "qwen-code"):
             arguments: dict[str, Any] = {"command": command, "description": description}
         elif agent == "codex":
             arguments = {
@@ -177,11 +179,11 @@ class Reply:
         multi_select: bool = False,
     ) -> Reply:
         """A multiple-choice question through ``agent``'s own ask tool (see ASK_TOOLS);
-        ``multi_select`` (Claude Code only) lets the user pick several options."""
+        ``multi_select`` (Claude Code, Qwen Code) lets the user pick several options."""
         described = [{"label": label, "description": f"Pick {label}"} for label in options]
-        if multi_select and agent != "claude-code":
+        if multi_select and agent not in ("claude-code", "qwen-code"):
             raise ValueError(f"{agent}'s ask tool has no multi-select questions here")
-        if agent == "claude-code":
+        if agent in ("claude-code", "qwen-code"):
             q: dict[str, Any] = {
                 "question": question,
                 "header": header,

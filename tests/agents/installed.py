@@ -30,6 +30,7 @@ AGENTS: dict[str, str] = {
     "codex": "codex",
     "opencode": "opencode",
     "pi": "pi",
+    "qwen-code": "qwen",
 }
 """Agent name -> its executable in ``node_modules/.bin``."""
 

@@ -16,7 +16,11 @@ import sys
 import time
 
 MAX_STDIN = 1024 * 1024
-MAPPERS = {"claude-code": "ptyvisor.hooks.claude_code", "codex": "ptyvisor.hooks.codex"}
+MAPPERS = {
+    "claude-code": "ptyvisor.hooks.claude_code",
+    "codex": "ptyvisor.hooks.codex",
+    "qwen-code": "ptyvisor.hooks.qwen_code",
+}
 
 
 def main(argv: list[str]) -> int:
