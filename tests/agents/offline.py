@@ -238,6 +238,13 @@ def _qwen_code(env: dict[str, str], home: Path, project: Path, url: str) -> list
             # After each turn 0.24.4 asks the model (with tools) for a next-prompt
             # suggestion; it would take a scripted reply.
             "ui": {"enableFollowupSuggestions": False},
+            # Background agents (memory extraction, its "dream", skill review) would
+            # ask the model with tools too.
+            "memory": {
+                "enableManagedAutoMemory": False,
+                "enableManagedAutoDream": False,
+                "enableAutoSkill": False,
+            },
             # The npm tarball's bundled rg lacks its execute bit (a warning box).
             "tools": {"useRipgrep": False},
         },

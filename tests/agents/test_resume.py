@@ -34,6 +34,7 @@ READY: dict[str, Callable[[str], bool]] = {
     # A resumed OpenCode shows its conversation instead of "Ask anything".
     "opencode": lambda screen: "ctrl+p" in screen and "Fake model" in screen,
     "pi": lambda screen: "pi v0.73.1" in screen and "fake-model" in screen,
+    "qwen-code": lambda screen: "Type your message" in screen,
 }
 FIRST = "Remember the word PAPAYA-7 for later"
 SECOND = "Say which word I asked you to remember"
@@ -87,7 +88,7 @@ async def watched(
 
 
 @pytest.mark.timeout(240, func_only=True)
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "opencode", "pi"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "opencode", "pi", "qwen-code"])
 async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir(parents=True)
