@@ -73,7 +73,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "codex": False,  # 0.171 starts its thread (and SessionStart) with the first prompt
     "opencode": True,  # the plugin loads with the TUI
     "pi": True,  # session_start
-    "qwen-code": True,  # SessionStart when the TUI comes up
+    "qwen-code": True,  # SessionStart, a little early: see READY_AFTER_QUIET
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
 ptyvisor calls the session Ready once its start-up output has gone quiet."""

@@ -88,6 +88,7 @@ class Settings:
     qwen_code_remote_answers: bool = False
     """The same for Qwen Code, which also shows its prompt only once the hook is done."""
     qwen_code_answer_wait_seconds: float = CODEX_ANSWER_WAIT_SECONDS
+    """How long a Qwen Code request is held before Qwen shows its own prompt."""
 
     def answer_hold(self, agent: str | None) -> tuple[bool, float | None]:
         """Whether a client may answer ``agent``'s requests, and how long one is held
