@@ -6,13 +6,14 @@ The client sees every phase of a session: Ready, a turn with an approval and a q
 answered by keystrokes in the terminal, a failed turn (the provider's 403, reported by
 the ``StopFailure`` hook) and the exit. Then: approvals answered from the client (with
 ``qwen_code_remote_answers`` on: Qwen shows its own prompt only after the hook), a
-message queued while Qwen works (the Stop hook blocks with it), and a prompt typed the
-moment ptyvisor says Ready.
+message queued while Qwen works (the Stop hook blocks with it), a prompt typed the
+moment ptyvisor says Ready, and an interrupt.
 """
 
 # ruff: noqa: RUF001  (the TUI draws its marks with non-ASCII characters)
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -212,3 +213,29 @@ async def test_qwen_code_takes_a_prompt_typed_at_ready(tmp_path: Path) -> None:
         await run.wait_screen("DONE-R", wait=20)
         await run.assert_clean()
     assert model.pending == 0
+
+
+@pytest.mark.timeout(120, func_only=True)
+async def test_qwen_code_interrupt_end_to_end(tmp_path: Path) -> None:
+    """Esc while Qwen waits for a slow model reply ends the turn (Qwen puts the prompt
+    back in its input box): ``waiting``, reason ``interrupted`` (inferred by ptyvisor
+    from the keystroke: no hook fires), and no late hook brings ``working`` back."""
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=60)
+        await run.wait_screen(ready, wait=30)
+        model.script(replace(Reply.text("Too late LATE-1"), delay=20.0))
+        mark = run.mark()
+        await run.submit("Take your time")
+        await run.wait_phase("working", since=mark)
+        await run.scripted_request(0, "the slow request")
+        await run.wait_screen("esc to cancel", wait=10)
+        mark = run.mark()
+        await run.type("\x1b")
+        interrupted = await run.wait_phase("waiting", since=mark, wait=10)
+        assert interrupted.activity.reason == "interrupted"
+        # The turn is gone: Qwen puts the prompt back in its input box.
+        await run.wait_screen(lambda screen: "esc to cancel" not in screen, wait=10)
+        await anyio.sleep(2)  # any late hook would have landed by now
+        assert run.phases == ["starting", "waiting", "working", "waiting"]
+        assert "LATE-1" not in await run.screen()
+        await run.assert_clean()
