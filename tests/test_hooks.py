@@ -189,6 +189,14 @@ def test_qwen_code_speaks_claudes_protocol_with_its_own_tools() -> None:
     )
     assert question["interaction"]["kind"] == "question"
     assert question["interaction"]["title"] == "Qwen Code has a question"
+    # The request carrying tool results fires UserPromptSubmit too: no new prompt.
+    assert kinds(qwen_code.map_event(claude("UserPromptSubmit", prompt=""), 5)) == [
+        "activity:working"
+    ]
+    assert kinds(qwen_code.map_event(claude("UserPromptSubmit", prompt="go"), 5)) == [
+        "interaction_cleared",
+        "activity:working",
+    ]
     # Its idle_prompt follows every turn's end, a failed one's too: Stop said enough.
     assert qwen_code.map_event(claude("Notification", notification_type="idle_prompt"), 5) == []
     assert all(p["agent"] == "qwen-code" for p in qwen_code.map_event(claude("Stop"), 6))

@@ -198,6 +198,38 @@ async def test_qwen_code_acts_on_a_queued_message(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120, func_only=True)
+async def test_qwen_code_keeps_a_queued_message_across_a_tool_call(tmp_path: Path) -> None:
+    """Qwen fires UserPromptSubmit for the request carrying a tool's result too; that is
+    no new prompt, so a message queued before it is still what the Stop hook hands on."""
+    queued = "Then say QUEUED-AFTER-TOOL"
+    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=60)
+        await run.wait_screen(ready, wait=30)
+        model.script(
+            replace(Reply.shell(AGENT, ALLOWED, description="Write it"), delay=3.0),
+            Reply.text("First part DONE-1"),
+            Reply.text("Second part DONE-2"),
+        )
+        mark = run.mark()
+        await run.submit("Start working")
+        await run.wait_phase("working", since=mark)
+        await run.client.send_message(run.session_id, queued)
+        await run.wait_interaction(since=mark)
+        await run.wait_screen("Allow execution", wait=10)
+        await run.answer_with_keys(ENTER, settle=KEY_SETTLE)
+        later = await model.wait_for_request(
+            lambda r: r.outcome == "scripted" and r.mentions(queued), wait=30
+        )
+        assert queued in later.user_texts()[-1], later.summary()
+        await run.wait_screen("DONE-2", wait=20)
+        turns = ["starting", "waiting", "working", "needs_input", "working", "waiting"]
+        turns += ["working", "waiting"]  # the Stop hook's waiting, then the queued message
+        await run.wait_change(lambda _: run.phases == turns, wait=20)
+        await run.assert_clean()
+    assert model.pending == 0
+
+
+@pytest.mark.timeout(120, func_only=True)
 async def test_qwen_code_takes_a_prompt_typed_at_ready(tmp_path: Path) -> None:
     """Ready (SessionStart) comes only once the TUI takes keys: a prompt typed the
     moment the client sees ``waiting`` reaches the model."""

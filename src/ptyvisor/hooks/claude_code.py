@@ -62,6 +62,10 @@ class Dialect:
     """An approval's title per tool name (else ``Use <tool>``)."""
     answers_questions: bool = True
     """Whether an allow from the hook can carry a question's answers."""
+    submits_tool_results: bool = False
+    """Whether ``UserPromptSubmit`` also fires, with an empty ``prompt``, for the model
+    request that carries tool results: that one is no new prompt (it clears nothing,
+    and a queued message stays)."""
     idle_means_waiting: bool = True
     """Whether an ``idle_prompt`` notification reports ``waiting`` (else it is left
     to Stop / StopFailure, which already ended the turn)."""
@@ -96,6 +100,8 @@ def map_event(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> l
         case "SessionStart":
             return [activity("waiting")]
         case "UserPromptSubmit":
+            if dialect.submits_tool_results and not str(event.get("prompt") or "").strip():
+                return [activity("working")]
             return [cleared(at, None, "prompt"), activity("working")]
         case "PreToolUse" if not subagent:
             return [activity("working")]

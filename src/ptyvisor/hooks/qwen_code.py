@@ -11,7 +11,8 @@ names. What differs:
   ``ask_user_question`` is ignored by Qwen (the dialog *is* the tool), so a question
   is reported but not held: it is answered in the terminal.
 - ``PreToolUse`` comes after the approval; ``UserPromptSubmit`` also fires for the
-  model request that carries tool results (``prompt`` empty).
+  model request that carries tool results (``prompt`` empty): that one only says
+  ``working``, so a message queued during a tool call stays queued.
 - Qwen sends no ``permission_suggestions``.
 - Its ``idle_prompt`` notification comes ~2 s after every turn's end, a failed one's
   too, so it would turn ``failed`` into ``waiting``: Stop and StopFailure say enough.
@@ -37,6 +38,7 @@ QWEN = claude_code.Dialect(
         "web_fetch": "Fetch a web page",
     },
     answers_questions=False,
+    submits_tool_results=True,
     idle_means_waiting=False,
 )
 
