@@ -190,9 +190,9 @@ def test_qwen_code_speaks_claudes_protocol_with_its_own_tools() -> None:
     assert question["interaction"]["kind"] == "question"
     assert question["interaction"]["title"] == "Qwen Code has a question"
     # The request carrying tool results fires UserPromptSubmit too: no new prompt.
-    assert kinds(qwen_code.map_event(claude("UserPromptSubmit", prompt=""), 5)) == [
-        "activity:working"
-    ]
+    continued = qwen_code.map_event(claude("UserPromptSubmit", prompt=""), 5)
+    assert kinds(continued) == ["interaction_cleared", "activity:working"]
+    assert continued[0]["reason"] == "tool_results" and "id" not in continued[0]
     assert kinds(qwen_code.map_event(claude("UserPromptSubmit", prompt="go"), 5)) == [
         "interaction_cleared",
         "activity:working",

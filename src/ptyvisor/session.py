@@ -122,6 +122,10 @@ KILL_GRACE_SECONDS = 2.0
 MAX_FRAME_AHEAD_MS = 5 * 60 * 1000
 """A frame stamped further ahead of the server's clock is rejected (``future``); one
 less far ahead counts as stamped now, so no frame can hold activity still."""
+TOOL_RESULTS = "tool_results"
+"""The reason of an id-less ``interaction_cleared`` sent as tool results go back to the
+model (Qwen Code): what the main thread asked is over, but no new prompt came, so a
+queued message stays."""
 STARTUP_QUIET_SECONDS = 1.0
 """An agent that cannot report Ready is called Ready after this much start-up quiet."""
 
@@ -527,8 +531,8 @@ class Session:
             if self.tracker.apply(payload):
                 self._activity_changed()
             match payload:
-                case InteractionCleared(id=None):  # a prompt was submitted: a new turn
-                    self.drop_message()
+                case InteractionCleared(id=None, reason=reason) if reason != TOOL_RESULTS:
+                    self.drop_message()  # a prompt was submitted: a new turn
                 case ActivityReport(phase="stopped"):
                     self.drop_message()
         # Held requests are withdrawn by stale frames too: a late PostToolUse still

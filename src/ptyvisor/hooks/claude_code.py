@@ -64,8 +64,8 @@ class Dialect:
     """Whether an allow from the hook can carry a question's answers."""
     submits_tool_results: bool = False
     """Whether ``UserPromptSubmit`` also fires, with an empty ``prompt``, for the model
-    request that carries tool results: that one is no new prompt (it clears nothing,
-    and a queued message stays)."""
+    request that carries tool results: that one is no new prompt (reason
+    ``tool_results``: what the main thread asked is over, a queued message stays)."""
     idle_means_waiting: bool = True
     """Whether an ``idle_prompt`` notification reports ``waiting`` (else it is left
     to Stop / StopFailure, which already ended the turn)."""
@@ -100,9 +100,11 @@ def map_event(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> l
         case "SessionStart":
             return [activity("waiting")]
         case "UserPromptSubmit":
-            if dialect.submits_tool_results and not str(event.get("prompt") or "").strip():
-                return [activity("working")]
-            return [cleared(at, None, "prompt"), activity("working")]
+            continued = dialect.submits_tool_results and not str(event.get("prompt") or "").strip()
+            return [
+                cleared(at, None, "tool_results" if continued else "prompt"),
+                activity("working"),
+            ]
         case "PreToolUse" if not subagent:
             return [activity("working")]
         case "PermissionRequest":

@@ -11,8 +11,9 @@ names. What differs:
   ``ask_user_question`` is ignored by Qwen (the dialog *is* the tool), so a question
   is reported but not held: it is answered in the terminal.
 - ``PreToolUse`` comes after the approval; ``UserPromptSubmit`` also fires for the
-  model request that carries tool results (``prompt`` empty): that one only says
-  ``working``, so a message queued during a tool call stays queued.
+  model request that carries tool results (``prompt`` empty): the only sign that a
+  denied request is over (no PostToolUse follows a deny), but no new prompt, so it
+  clears with reason ``tool_results`` and a message queued meanwhile stays queued.
 - Qwen sends no ``permission_suggestions``.
 - Its ``idle_prompt`` notification comes ~2 s after every turn's end, a failed one's
   too, so it would turn ``failed`` into ``waiting``: Stop and StopFailure say enough.
