@@ -17,9 +17,10 @@ PINS=(
     "opencode-ai@1.18.33"
     "@mariozechner/pi-coding-agent@0.73.1"
     "@google/gemini-cli@0.61.0"
+    "@qwen-code/qwen-code@0.24.4"
 )
 # The bin names the tests call; each must answer --version.
-BINS=(claude codex opencode pi gemini)
+BINS=(claude codex opencode pi gemini qwen)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
@@ -32,6 +33,7 @@ exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --allow-scripts @anthropic-ai/claude-code --allow-scripts opencode-ai \
     --home-env CODEX_HOME=.codex --home-env CLAUDE_CONFIG_DIR=.claude \
     --home-env PI_CODING_AGENT_DIR=.pi --env PI_OFFLINE=1 \
+    --home-env QWEN_HOME=.qwen \
     --env DISABLE_AUTOUPDATER=1 --env CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
     --env OPENCODE_DISABLE_AUTOUPDATE=1 --env OPENCODE_DISABLE_MODELS_FETCH=1 \
     --home-env GEMINI_CLI_HOME=. \

@@ -9,7 +9,15 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ptyvisor.agents import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS, extensions_dir, launch
+from ptyvisor.agents import (
+    CLAUDE_EVENTS,
+    CODEX_EVENTS,
+    DECISION_TIMEOUT_SECONDS,
+    GEMINI_EVENTS,
+    extensions_dir,
+    launch,
+    qwen_system_defaults,
+)
 
 
 def test_claude_gets_inline_settings_with_our_hooks(tmp_path: Path) -> None:
@@ -115,3 +123,33 @@ def test_gemini_with_unreadable_user_settings_is_left_to_report_them(tmp_path: P
     assert set(fresh) == {"hooks"}
     # A first run's conversations go to the user's own .gemini, to be resumed later.
     assert (tmp_path / "no" / ".gemini" / "tmp").is_dir()
+
+
+def test_qwen_code_gets_a_session_copy_of_the_system_defaults(tmp_path: Path) -> None:
+    started = launch("qwen-code", ["--approval-mode", "default"], session_dir=tmp_path)
+    assert started.argv == ["qwen", "--approval-mode", "default"]
+    defaults = json.loads(Path(started.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"]).read_text())
+    assert set(defaults["hooks"]) == set(CLAUDE_EVENTS)
+    (entry,) = defaults["hooks"]["PermissionRequest"][0]["hooks"]
+    assert shlex.split(entry["command"]) == [sys.executable, "-m", "ptyvisor.hooks", "qwen-code"]
+    # Qwen reads a command hook timeout of 1000 or more as milliseconds.
+    assert entry["timeout"] == DECISION_TIMEOUT_SECONDS * 1000
+    (stop,) = defaults["hooks"]["Stop"][0]["hooks"]
+    assert stop["timeout"] < 1000
+
+
+def test_qwen_code_keeps_the_machines_system_defaults(tmp_path: Path) -> None:
+    """The session file replaces the machine's for that process: what it held stays."""
+    machine = tmp_path / "system-defaults.json"
+    theirs = {"type": "command", "command": "audit"}
+    machine.write_text(
+        json.dumps({"ui": {"theme": "GitHub"}, "hooks": {"Stop": [{"hooks": [theirs]}]}})
+    )
+    merged = qwen_system_defaults(machine)
+    assert merged["ui"] == {"theme": "GitHub"}
+    hooks = merged["hooks"]
+    assert isinstance(hooks, dict)
+    assert hooks["Stop"][0] == {"hooks": [theirs]} and len(hooks["Stop"]) == 2
+    assert set(hooks) == set(CLAUDE_EVENTS)
+    machine.write_text("{not json")
+    assert set(qwen_system_defaults(machine)) == {"hooks"}

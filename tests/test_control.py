@@ -649,6 +649,11 @@ def test_codex_settings_persist(tmp_path: Path) -> None:
     assert Settings().codex_answer_wait_seconds < CODEX_DECISION_TIMEOUT_SECONDS
     save_settings(tmp_path, Settings(codex_remote_answers=True))
     assert load_settings(tmp_path).codex_remote_answers is True
+    assert load_settings(tmp_path).qwen_code_remote_answers is False
+    qwen = Settings(qwen_code_remote_answers=True, qwen_code_answer_wait_seconds=9)
+    save_settings(tmp_path, qwen)
+    assert load_settings(tmp_path).answer_hold("qwen-code") == (True, 9.0)
+    assert load_settings(tmp_path).answer_hold("claude-code") == (True, None)
     assert stat.S_IMODE((tmp_path / "settings.json").stat().st_mode) == 0o600
     (tmp_path / "settings.json").write_text("not json")
     assert load_settings(tmp_path) == Settings()

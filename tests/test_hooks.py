@@ -1,5 +1,6 @@
-"""Claude Code, Codex and Gemini CLI hook mapping: pure mapping rules, the real hook process
-writing real frames to a real PTY, and the whole path through a real server."""
+"""Claude Code, Codex, Gemini CLI and Qwen Code hook mapping: pure mapping rules, the
+real hook process writing real frames to a real PTY, and the whole path through a real
+server."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
 from ptyvisor.client import Client
 from ptyvisor.frames import Rejected, decode_frame, new_nonce
-from ptyvisor.hooks import claude_code, codex, gemini_cli
+from ptyvisor.hooks import claude_code, codex, gemini_cli, qwen_code
 from ptyvisor.protocol import ActivityChanged
 from ptyvisor.scanner import FrameScanner
 
@@ -162,6 +163,58 @@ def test_notification_is_weak_and_clear_session_end_ignored() -> None:
     assert kinds(claude_code.map_event(claude("SessionEnd", reason="exit"), 1)) == [
         "activity:stopped"
     ]
+
+
+def test_qwen_code_speaks_claudes_protocol_with_its_own_tools() -> None:
+    """Payloads as Qwen Code 0.24.4 sent them (tests/agents/test_qwen_code_e2e.py)."""
+    assert kinds(qwen_code.map_event(claude("SessionStart", source="startup"), 1)) == [
+        "activity:waiting"
+    ]
+    shell = {"command": f"{TOKEN_IN_COMMAND} && ls", "description": "list"}
+    (frame,) = qwen_code.map_event(
+        claude("PermissionRequest", tool_name="run_shell_command", tool_input=shell), 2
+    )
+    report = FRAME_PAYLOAD.validate_python(frame)
+    assert isinstance(report, InteractionReport)
+    assert (report.interaction.agent, report.interaction.kind) == ("qwen-code", "approval")
+    assert report.interaction.title == "Run a shell command"
+    assert "sekrit123" not in report.model_dump_json()
+    after = qwen_code.map_event(
+        claude("PostToolUse", tool_name="run_shell_command", tool_input=shell), 3
+    )
+    assert after[0]["id"] == frame["interaction"]["id"]
+    assert kinds(after) == ["interaction_cleared", "activity:working"]
+    asked = {"questions": [{"question": "Which?", "header": "H", "options": [{"label": "A"}]}]}
+    (question,) = qwen_code.map_event(
+        claude("PermissionRequest", tool_name="ask_user_question", tool_input=asked), 4
+    )
+    assert question["interaction"]["kind"] == "question"
+    assert question["interaction"]["title"] == "Qwen Code has a question"
+    # The request carrying tool results fires UserPromptSubmit too: no new prompt.
+    continued = qwen_code.map_event(claude("UserPromptSubmit", prompt=""), 5)
+    assert kinds(continued) == ["interaction_cleared", "activity:working"]
+    assert continued[0]["reason"] == "tool_results" and "id" not in continued[0]
+    assert kinds(qwen_code.map_event(claude("UserPromptSubmit", prompt="go"), 5)) == [
+        "interaction_cleared",
+        "activity:working",
+    ]
+    # Its idle_prompt follows every turn's end, a failed one's too: Stop said enough.
+    assert qwen_code.map_event(claude("Notification", notification_type="idle_prompt"), 5) == []
+    assert all(p["agent"] == "qwen-code" for p in qwen_code.map_event(claude("Stop"), 6))
+
+
+def test_qwen_code_questions_are_not_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Qwen ignores a hook's allow for ask_user_question, so the hook asks ptyvisor for
+    approvals only; a question is answered in the terminal."""
+    asked: list[object] = []
+    monkeypatch.setattr(claude_code, "request_decision", lambda i, **_: asked.append(i))
+    questions = {"questions": [{"question": "Which?", "options": [{"label": "A"}]}]}
+    event = claude("PermissionRequest", tool_name="ask_user_question", tool_input=questions)
+    assert qwen_code.decide(event, qwen_code.map_event(event, 1)) is None
+    assert asked == []
+    event = claude("PermissionRequest", tool_name="run_shell_command", tool_input={"command": "x"})
+    assert qwen_code.decide(event, qwen_code.map_event(event, 1)) is None  # no decision
+    assert len(asked) == 1
 
 
 def test_bounds_and_oversized_interactions_are_shortened() -> None:

@@ -4,6 +4,7 @@ failures, the session-list stream, resize, signals."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,9 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from ptyvisor.client import Client, ServerError
-from ptyvisor.protocol import SERVER_MESSAGE, Error, Hello, Sessions
+from ptyvisor.protocol import SERVER_MESSAGE, ActivityChanged, Error, Hello, Sessions
 
-from .conftest import TOKEN, RunningServer, output_until, poll, until
+from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, output_until, poll, until
 
 pytestmark = pytest.mark.anyio
 
@@ -139,6 +140,40 @@ async def _exited_summary(client: Client, session_id: str):  # type: ignore[no-u
         if s.id == session_id and s.process.state == "exited":
             return s
     return None
+
+
+async def test_an_early_ready_report_waits_for_quiet(client: Client, tmp_path: Path) -> None:
+    """Qwen Code reports Ready (SessionStart) before it draws its prompt and reads keys:
+    the report is applied only once the output after it has gone quiet."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stop = tmp_path / "drawn"
+    fake = bin_dir / "qwen"  # a stand-in: reports Ready, then draws until told
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"{PTYVISOR_BIN} emit activity waiting --agent qwen-code\n"
+        f"while [ ! -e {stop} ]; do echo drawing; sleep 0.05; done\n"
+        "exec cat\n"
+    )
+    fake.chmod(0o755)
+    summary = await client.spawn([], agent="qwen-code", env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    await client.attach(summary.id)
+
+    async def report_taken() -> bool:
+        return (await client.stats(summary.id)).frames_applied == 1
+
+    await poll(report_taken)
+    await output_until(client, re.compile(rb"(?:drawing\r\n){25}"))  # > 1 s of drawing
+    listed = {s.id: s for s in await client.list()}
+    assert listed[summary.id].activity.phase.value == "starting"
+    stop.touch()
+    events = await until(
+        client, lambda e: isinstance(e, ActivityChanged) and e.activity.phase.value == "waiting"
+    )
+    ready = events[-1]
+    assert isinstance(ready, ActivityChanged)
+    assert (ready.activity.source, ready.activity.agent) == ("extension", "qwen-code")
+    await client.close(summary.id)
 
 
 async def test_agent_sessions_show_the_command_asked_for(client: Client, tmp_path: Path) -> None:

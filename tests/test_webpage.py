@@ -150,7 +150,14 @@ async def test_token_subprotocol_keeps_the_token_out_of_urls(server: RunningServ
         assert ws.subprotocol == "ptyvisor"
         hello = SERVER_MESSAGE.validate_json(await ws.recv())
         assert isinstance(hello, Hello)
-        assert hello.agents == ["claude-code", "codex", "opencode", "pi", "gemini-cli"]
+        assert hello.agents == [
+            "claude-code",
+            "codex",
+            "opencode",
+            "pi",
+            "gemini-cli",
+            "qwen-code",
+        ]
     wrong = [Subprotocol("ptyvisor"), Subprotocol("ptyvisor.token.nope")]
     with pytest.raises(InvalidStatus) as refused:
         async with connect(server.url + "ws", subprotocols=wrong):

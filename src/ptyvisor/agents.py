@@ -11,6 +11,7 @@ settings keep working beside ours.
 | opencode | ``OPENCODE_CONFIG_DIR`` = a session folder whose ``plugin/`` holds our plugin |
 | pi | ``--extension <file>``, only for the interactive TUI |
 | gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
+| qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
 
 Gemini CLI 0.61 reads settings from ``~/.gemini`` (``GEMINI_CLI_HOME`` moves that
 home), the project, and system files it skips unless root owns them; it has no flag
@@ -19,6 +20,12 @@ every entry of the user's (credentials, history, extensions…) and whose
 ``settings.json`` is a copy of the user's with our hook appended to each event: theirs
 run too, and their files are never written (a setting changed during the session is
 kept in the session's copy only).
+
+Qwen Code 0.24 has no settings flag; of its settings files (system defaults, user,
+project, system), the lowest one, *system defaults*, can be moved by an environment
+variable, and hooks from every file are concatenated. So the session's copy of that
+file (`qwen_system_defaults`) keeps whatever the machine's has and adds our hooks,
+and the user's ``~/.qwen/settings.json`` is neither read nor written by us.
 
 Codex asks the user to review a new hook before running it; ptyvisor's hook is a
 fixed command it ships, so it takes that step for the user (documented in the
@@ -38,8 +45,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-AgentName = Literal["claude-code", "codex", "opencode", "pi", "gemini-cli"]
-AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "opencode", "pi", "gemini-cli")
+AgentName = Literal["claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code"]
+AGENTS: tuple[AgentName, ...] = (
+    "claude-code",
+    "codex",
+    "opencode",
+    "pi",
+    "gemini-cli",
+    "qwen-code",
+)
 
 CLAUDE_EVENTS = (
     "SessionStart",
@@ -89,6 +103,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "opencode": False,  # the plugin loads seconds before the TUI reads keys
     "pi": True,  # session_start
     "gemini-cli": True,  # SessionStart when the TUI comes up
+    "qwen-code": True,  # SessionStart, a little early: see READY_AFTER_QUIET
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
 ptyvisor calls the session Ready when the screen shows its input prompt
@@ -103,6 +118,12 @@ READY_SCREEN: dict[str, str] = {
 """An agent's input prompt, drawn: a regex searched in the headless terminal's visible
 rows joined by newlines, while the session is ``starting``. Checked against Codex
 0.171 and OpenCode 1.18.33 (both read keys from the first frame that shows it)."""
+
+READY_AFTER_QUIET = frozenset({"qwen-code"})
+"""Agents whose extension reports Ready before their TUI takes keys: that report is
+applied once the output after it has gone quiet. Qwen Code 0.24 fires SessionStart
+while it sets up the chat, 0.2-0.7 s before it draws its prompt; keys typed in
+between are lost (tests/agents/test_qwen_code_e2e.py, typed at Ready)."""
 
 
 @dataclass(frozen=True)
@@ -124,18 +145,50 @@ def hook_command(agent: str) -> str:
     return f"{shlex.quote(sys.executable)} -m ptyvisor.hooks {agent}"
 
 
-def claude_settings() -> dict[str, object]:
+def claude_settings(
+    agent: str = "claude-code", decision_timeout: int = DECISION_TIMEOUT_SECONDS
+) -> dict[str, object]:
+    """Claude-style command hooks on every event, running ``ptyvisor.hooks <agent>``."""
+
     def entry(event: str) -> dict[str, object]:
-        timeout = DECISION_TIMEOUT_SECONDS if event == "PermissionRequest" else None
+        timeout = decision_timeout if event == "PermissionRequest" else None
         return {
             "type": "command",
-            "command": hook_command("claude-code"),
+            "command": hook_command(agent),
             "timeout": timeout or HOOK_TIMEOUT_SECONDS,
         }
 
     return {
         "hooks": {event: [{"matcher": "*", "hooks": [entry(event)]}] for event in CLAUDE_EVENTS}
     }
+
+
+QWEN_SYSTEM_DEFAULTS = Path("/etc/qwen-code/system-defaults.json")
+"""Where Qwen Code 0.24 reads the system defaults on Linux (unless the variable is set)."""
+QWEN_LEGACY_MS = 1000
+"""Qwen Code reads a command hook ``timeout`` of 1000 or more as milliseconds."""
+
+
+def qwen_system_defaults(machine: Path | None = None) -> dict[str, object]:
+    """The machine's Qwen Code system defaults with our hooks appended to each event:
+    the same Claude-style hooks (its payloads and answers are Claude's), the
+    PermissionRequest timeout written in milliseconds (Qwen reads ≥1000 so)."""
+    if machine is None:
+        configured = os.environ.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+        machine = Path(configured) if configured else QWEN_SYSTEM_DEFAULTS
+    try:
+        loaded = json.loads(machine.read_text())
+    except (OSError, ValueError):
+        loaded = {}
+    defaults: dict[str, object] = loaded if isinstance(loaded, dict) else {}
+    ours = claude_settings("qwen-code", DECISION_TIMEOUT_SECONDS * QWEN_LEGACY_MS)["hooks"]
+    theirs = defaults.get("hooks")
+    hooks = dict(theirs) if isinstance(theirs, dict) else {}
+    assert isinstance(ours, dict)
+    for event, entries in ours.items():
+        before = hooks.get(event)
+        hooks[event] = [*(before if isinstance(before, list) else []), *entries]
+    return {**defaults, "hooks": hooks}
 
 
 def codex_overrides() -> list[str]:
@@ -259,6 +312,13 @@ def launch(
                 ["opencode", *args, *extra],
                 {"OPENCODE_CONFIG_DIR": str(session_dir / "opencode")},
             )
+        case "qwen-code":
+            defaults = session_dir / "qwen-code" / "system-defaults.json"
+            defaults.parent.mkdir(parents=True, exist_ok=True)
+            defaults.write_text(json.dumps(qwen_system_defaults(), indent=2))
+            return Launch(
+                ["qwen", *args, *extra], {"QWEN_CODE_SYSTEM_DEFAULTS_PATH": str(defaults)}
+            )
         case "pi":
             if any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
                 return Launch(["pi", *args, *extra])  # machine-read stdout: no frames there
@@ -274,9 +334,9 @@ def resume_args(agent: AgentName, native_session_id: str) -> list[str]:
     against the pinned versions: Claude Code 2.1.332 ``--resume <id>``, Codex 0.171
     ``resume <id>`` (a subcommand, see `launch`), OpenCode 1.18 ``--session <id>``,
     Pi 0.73 ``--session <id>`` (a session UUID or a prefix of it), Gemini CLI 0.61
-    ``--resume <uuid>``)."""
+    ``--resume <uuid>``, Qwen Code 0.24 ``--resume <id>``)."""
     match agent:
-        case "claude-code" | "gemini-cli":
+        case "claude-code" | "gemini-cli" | "qwen-code":
             return ["--resume", native_session_id]
         case "codex":
             return ["resume", native_session_id]

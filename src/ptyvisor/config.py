@@ -85,6 +85,20 @@ class Settings:
     """Whether a client may answer Codex (Codex hides its own prompt while the hook waits)."""
     codex_answer_wait_seconds: float = CODEX_ANSWER_WAIT_SECONDS
     """How long a Codex request is held before Codex falls back to its own prompt."""
+    qwen_code_remote_answers: bool = False
+    """The same for Qwen Code, which also shows its prompt only once the hook is done."""
+    qwen_code_answer_wait_seconds: float = CODEX_ANSWER_WAIT_SECONDS
+    """How long a Qwen Code request is held before Qwen shows its own prompt."""
+
+    def answer_hold(self, agent: str | None) -> tuple[bool, float | None]:
+        """Whether a client may answer ``agent``'s requests, and how long one is held
+        (None: until answered). Codex and Qwen Code hide their own prompt while their
+        hook waits, so for them it is opt-in and bounded."""
+        if agent == "codex":
+            return self.codex_remote_answers, self.codex_answer_wait_seconds
+        if agent == "qwen-code":
+            return self.qwen_code_remote_answers, self.qwen_code_answer_wait_seconds
+        return True, None
 
 
 def load_settings(state_dir: Path) -> Settings:
@@ -96,22 +110,20 @@ def load_settings(state_dir: Path) -> Settings:
     settings = Settings()
     if not isinstance(stored, dict):
         return settings
-    remote = stored.get("codex_remote_answers")
-    if isinstance(remote, bool):
-        settings.codex_remote_answers = remote
-    wait = stored.get("codex_answer_wait_seconds")
-    if isinstance(wait, int | float) and not isinstance(wait, bool) and wait > 0:
-        settings.codex_answer_wait_seconds = float(wait)
+    for agent in ("codex", "qwen_code"):
+        remote = stored.get(f"{agent}_remote_answers")
+        if isinstance(remote, bool):
+            setattr(settings, f"{agent}_remote_answers", remote)
+        wait = stored.get(f"{agent}_answer_wait_seconds")
+        if isinstance(wait, int | float) and not isinstance(wait, bool) and wait > 0:
+            setattr(settings, f"{agent}_answer_wait_seconds", float(wait))
     return settings
 
 
 def save_settings(state_dir: Path, settings: Settings) -> None:
     """Write the settings atomically, 0600."""
     ensure_state_dir(state_dir)
-    body = {
-        "codex_remote_answers": settings.codex_remote_answers,
-        "codex_answer_wait_seconds": settings.codex_answer_wait_seconds,
-    }
+    body = asdict(settings)
     temp = state_dir / f".{SETTINGS_FILE}.{os.getpid()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:

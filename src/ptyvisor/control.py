@@ -35,7 +35,10 @@ Whether a request is held for a session's pending interaction is what makes it
 Codex (``interaction.agent == "codex"``) hides its own prompt while its hook waits
 and gives the hook ~30 s: its requests are refused at once unless the persisted
 setting ``codex_remote_answers`` is on, and then held at most
-``codex_answer_wait_seconds``, then withdrawn (Codex shows its own prompt).
+``codex_answer_wait_seconds``, then withdrawn (Codex shows its own prompt). Qwen
+Code likewise shows its prompt only after the hook, so the same holds for it with
+``qwen_code_remote_answers`` and ``qwen_code_answer_wait_seconds``
+(``Settings.answer_hold``).
 
 Only one decision per request: it leaves the registry the moment it is answered, so
 a second answer finds nothing (``gone``).
@@ -96,7 +99,6 @@ REQUEST_TIMEOUT_SECONDS = 10.0
 """How long a fresh connection has to send its request line."""
 DELIVERY_TIMEOUT_SECONDS = 5.0
 """How long an answer waits for the decision to be written to the hook."""
-CODEX = "codex"
 MAX_AGENT_ID = 256
 ENDED_MEMORY = 1024
 """How many ended requests are remembered, to tell "over" from "never held"."""
@@ -538,17 +540,15 @@ class ControlServer:
             if request is None:
                 await self._hand_over_message(stream, reader, session)
                 return
-            hold = None
-            if request.interaction.agent == CODEX:
-                if not self.settings.codex_remote_answers:
-                    return  # refused: Codex shows its own prompt at once
-                hold = self.settings.codex_answer_wait_seconds
+            allowed, hold = self.settings.answer_hold(request.interaction.agent)
+            if not allowed:
+                return  # refused: the agent shows its own prompt at once
             self.requests.add(request)
             try:
                 with anyio.move_on_after(hold if hold is not None else math.inf) as waited:
                     await self._hold(stream, reader, session, request)
                 if waited.cancelled_caught:
-                    log.debug("codex request withdrawn after %s s", hold)
+                    log.debug("%s request withdrawn after %s s", request.interaction.agent, hold)
             finally:
                 self.requests.remove(request)
                 request.done.set()

@@ -95,6 +95,12 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         help="let clients answer Codex's approvals (persisted in <state-dir>/settings.json)",
     )
     serve.add_argument(
+        "--qwen-code-remote-answers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let clients answer Qwen Code's approvals (persisted likewise)",
+    )
+    serve.add_argument(
         "--metrics-public",
         action="store_true",
         help="serve /metrics without the token (default: token required)",
@@ -155,6 +161,9 @@ def make_config(options: argparse.Namespace) -> tuple[ServerConfig, bool]:
         options.record.mkdir(parents=True, exist_ok=True, mode=0o700)
     if options.codex_remote_answers is not None:
         settings.codex_remote_answers = options.codex_remote_answers
+    if options.qwen_code_remote_answers is not None:
+        settings.qwen_code_remote_answers = options.qwen_code_remote_answers
+    if options.codex_remote_answers is not None or options.qwen_code_remote_answers is not None:
         save_settings(state_dir, settings)
     config = ServerConfig(
         settings=settings,

@@ -39,7 +39,7 @@ from ptyvisor.activity import (
     FramePayload,
     InteractionCleared,
 )
-from ptyvisor.agents import READY_SCREEN, REPORTS_STARTUP
+from ptyvisor.agents import READY_AFTER_QUIET, READY_SCREEN, REPORTS_STARTUP
 from ptyvisor.child import Child
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
@@ -123,6 +123,10 @@ KILL_GRACE_SECONDS = 2.0
 MAX_FRAME_AHEAD_MS = 5 * 60 * 1000
 """A frame stamped further ahead of the server's clock is rejected (``future``); one
 less far ahead counts as stamped now, so no frame can hold activity still."""
+TOOL_RESULTS = "tool_results"
+"""The reason of an id-less ``interaction_cleared`` sent as tool results go back to the
+model (Qwen Code): what the main thread asked is over, but no new prompt came, so a
+queued message stays."""
 STARTUP_QUIET_SECONDS = 1.0
 """An agent that cannot report Ready, and whose input prompt does not show (a dialog of
 its own), is called Ready after this much start-up quiet."""
@@ -315,6 +319,8 @@ class Session:
         self.frames_rejected: dict[str, int] = {}
         self.queued_message: str | None = None
         """One message for the agent's next Stop hook (see `queue_message`)."""
+        self._reported_ready: ActivityReport | None = None
+        self._ready_reported = anyio.Event()
         self._message_generation = 0
         self.closed = False
         self.finished = anyio.Event()
@@ -338,6 +344,8 @@ class Session:
                         tg.start_soon(self.recorder.run)
                     if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
                         tg.start_soon(self._ready_when_quiet)
+                    if self.agent in READY_AFTER_QUIET:
+                        tg.start_soon(self._reported_ready_when_quiet)
         finally:
             # Shielded: a server being stopped cancels from outside, and this is
             # exactly when every program must still be stopped and reaped — unless a
@@ -523,13 +531,16 @@ class Session:
             return
         if payload.at > now:
             payload = payload.model_copy(update={"at": now})
+        if self._defers_ready(payload):
+            self.frames_applied += 1
+            return
         stale = self.tracker.stale(payload)
         if not stale:
             if self.tracker.apply(payload):
                 self._activity_changed()
             match payload:
-                case InteractionCleared(id=None):  # a prompt was submitted: a new turn
-                    self.drop_message()
+                case InteractionCleared(id=None, reason=reason) if reason != TOOL_RESULTS:
+                    self.drop_message()  # a prompt was submitted: a new turn
                 case ActivityReport(phase="stopped"):
                     self.drop_message()
         # Held requests are withdrawn by stale frames too: a late PostToolUse still
@@ -582,6 +593,34 @@ class Session:
             if self.log.end_seq > 0 and quiet >= STARTUP_QUIET_SECONDS and drawn:
                 if self.tracker.started_up(now_ms()):
                     self._activity_changed()
+                return
+            await anyio.sleep(0.1)
+
+    def _defers_ready(self, payload: FramePayload) -> bool:
+        """Whether ``payload`` is a start-up Ready report to hold back until the output
+        goes quiet (`READY_AFTER_QUIET`)."""
+        if (
+            self.agent not in READY_AFTER_QUIET
+            or not isinstance(payload, ActivityReport)
+            or payload.phase != "waiting"
+            or self.tracker.activity.phase is not ActivityPhase.STARTING
+        ):
+            return False
+        self._reported_ready = payload
+        self._ready_reported.set()
+        return True
+
+    async def _reported_ready_when_quiet(self) -> None:
+        """Apply the held Ready report once the output after it has gone quiet, unless
+        something else (a prompt, the exit) has moved the session on meanwhile."""
+        await self._ready_reported.wait()
+        while self.tracker.activity.phase is ActivityPhase.STARTING:
+            if time.monotonic() - self._last_read >= STARTUP_QUIET_SECONDS:
+                report = self._reported_ready
+                if report is not None:
+                    ready = report.model_copy(update={"at": max(report.at, now_ms())})
+                    if self.tracker.apply(ready):
+                        self._activity_changed()
                 return
             await anyio.sleep(0.1)
 

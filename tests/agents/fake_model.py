@@ -64,6 +64,7 @@ ASK_TOOLS: dict[str, str] = {
     "codex": "request_user_input",
     "opencode": "question",
     "gemini-cli": "ask_user",
+    "qwen-code": "ask_user_question",
 }
 """Each agent's own tool for asking the user a multiple-choice question (Pi has none)."""
 SHELL_TOOLS: dict[str, str] = {
@@ -72,6 +73,7 @@ SHELL_TOOLS: dict[str, str] = {
     "opencode": "bash",
     "pi": "bash",
     "gemini-cli": "run_shell_command",
+    "qwen-code": "run_shell_command",
 }
 """Each agent's shell tool, as named in the ``tools`` list it sends."""
 
@@ -168,7 +170,7 @@ class Reply:
     ) -> Reply:
         """A shell command through ``agent``'s own tool, shaped so that it needs approval
         where the agent has approvals (Codex: ``require_escalated``; Pi never asks)."""
-        if agent in ("claude-code", "opencode", "gemini-cli"):
+        if agent in ("claude-code", "opencode", "gemini-cli", "qwen-code"):
             arguments: dict[str, Any] = {"command": command, "description": description}
         elif agent == "codex":
             arguments = {
@@ -194,11 +196,11 @@ class Reply:
         multi_select: bool = False,
     ) -> Reply:
         """A multiple-choice question through ``agent``'s own ask tool (see ASK_TOOLS);
-        ``multi_select`` (Claude Code only) lets the user pick several options."""
+        ``multi_select`` (Claude Code, Qwen Code) lets the user pick several options."""
         described = [{"label": label, "description": f"Pick {label}"} for label in options]
-        if multi_select and agent != "claude-code":
+        if multi_select and agent not in ("claude-code", "qwen-code"):
             raise ValueError(f"{agent}'s ask tool has no multi-select questions here")
-        if agent == "claude-code":
+        if agent in ("claude-code", "qwen-code"):
             q: dict[str, Any] = {
                 "question": question,
                 "header": header,

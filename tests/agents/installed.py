@@ -31,6 +31,7 @@ AGENTS: dict[str, str] = {
     "opencode": "opencode",
     "pi": "pi",
     "gemini-cli": "gemini",
+    "qwen-code": "qwen",
 }
 """Agent name -> its executable in ``node_modules/.bin``."""
 

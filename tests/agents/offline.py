@@ -42,7 +42,8 @@ __all__ = [
 API_KEY = "sk-ant-fake-offline-0123456789abcdefghij"
 """The key every agent sends to the fake server (shaped like a real one, never valid)."""
 MODEL = "fake-model"
-"""The model id configured for Codex, OpenCode and Pi (Claude Code keeps its default)."""
+"""The model id configured for Codex, OpenCode, Pi and Qwen Code (Claude Code keeps its
+default)."""
 
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
 
@@ -244,12 +245,52 @@ def _gemini_cli(env: dict[str, str], home: Path, project: Path, url: str) -> lis
     return []
 
 
+def _qwen_code(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    # The offline switches go into the *system* settings file (the machine admin's
+    # layer, moved by its variable), so ~/.qwen/settings.json stays the user's own.
+    system = home / "etc" / "qwen-code" / "settings.json"
+    env.update(
+        {
+            "OPENAI_API_KEY": API_KEY,  # selects OpenAI-compatible auth: no auth dialog
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_MODEL": MODEL,
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH": str(system),
+        }
+    )
+    _write_json(
+        system,
+        {
+            "security": {"auth": {"selectedType": "openai"}},
+            "model": {"name": MODEL},
+            "general": {"enableAutoUpdate": False},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            # After each turn 0.24.4 asks the model (with tools) for a next-prompt
+            # suggestion; it would take a scripted reply.
+            "ui": {"enableFollowupSuggestions": False},
+            # Background agents (memory extraction, its "dream", skill review) would
+            # ask the model with tools too.
+            "memory": {
+                "enableManagedAutoMemory": False,
+                "enableManagedAutoDream": False,
+                "enableAutoSkill": False,
+            },
+            # The npm tarball's bundled rg lacks its execute bit (a warning box).
+            "tools": {"useRipgrep": False},
+        },
+    )
+    # 0.24.4 defaults to "auto" mode, where a model-backed classifier answers
+    # permission prompts; the tests need the mode that asks the user.
+    return ["--approval-mode", "default"]
+
+
 _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "claude-code": _claude_code,
     "codex": _codex,
     "opencode": _opencode,
     "pi": _pi,
     "gemini-cli": _gemini_cli,
+    "qwen-code": _qwen_code,
 }
 
 

@@ -97,6 +97,28 @@ Gemini CLI 0.61.0 (``gemini``, Node, relaunches itself as a child node process)
     ``{"output": ...}``. Quit: Ctrl-C on an empty prompt shows "Press Ctrl+C again to
     exit"; a second one exits 0.
 
+Qwen Code 0.24.4 (``qwen``, Node; its package asks for Node 22 but runs on 20)
+    Ready: 7-15 s here (loaded machine); a banner, then the input box ``> Type your
+    message or @path/to/file``. It fires SessionStart 0.2-0.7 s before it draws that
+    box, and keys typed in between are lost. Config: ``OPENAI_API_KEY`` /
+    ``OPENAI_BASE_URL`` / ``OPENAI_MODEL`` select OpenAI-compatible auth without a
+    dialog; the other switches live in the system settings file
+    (``QWEN_CODE_SYSTEM_SETTINGS_PATH``): follow-up suggestions and the background
+    memory agents off (each would ask the model *with tools* after a turn), no
+    ripgrep (the npm tarball's ``rg`` lacks its execute bit), no auto-update or
+    statistics. ``--approval-mode default``: 0.24.4 starts in *auto* mode, whose
+    model-backed classifier (a request with one tool) judges tool calls. Enter
+    submits. Sends ``POST /v1/chat/completions`` (stream, 20 tools). Shell tool:
+    ``run_shell_command`` ``{"command", "description", ...}``. Approval: "Allow
+    execution of: 'echo'?" with ``› 1. Yes, allow once``; Enter approves. The result
+    is a ``role: "tool"`` message ("Command: ...", "Output: ..."). Question:
+    ``ask_user_question`` (Claude's shape) shows a chooser ("Type something..." added);
+    an Enter in the same read as a Down selects the option the Down left, so the
+    test waits for ``❯ 2. Blue`` before Enter; the result text is ``User has provided
+    the following answers: **Choice**: Blue``. A 403 fails the turn at once (5xx are
+    retried 7 times). Quit: Ctrl-C on an empty prompt, then a second one, exits 0,
+    printing a ``qwen --resume <id>`` hint.
+
 All of them answer the fake server's SSE without complaint; none calls ``/models`` or
 probes ``/``. Every TUI sends DA1 and/or CPR queries, answered here through
 ``HeadlessTerminal``'s ``on_reply``.
@@ -184,6 +206,13 @@ KEYS: dict[str, Keys] = {
         approve_after=0.6,
         quit=((CTRL_C, "again to exit"), (CTRL_C, None)),
         enter_after=0.1,
+    ),
+    "qwen-code": Keys(
+        ready="Type your message",
+        approval="Allow execution",
+        approve=ENTER,
+        approve_after=0.6,
+        quit=((CTRL_C, "again to exit"), (CTRL_C, None)),
     ),
 }
 

@@ -35,6 +35,7 @@ READY: dict[str, Callable[[str], bool]] = {
     "opencode": lambda screen: "ctrl+p" in screen and "Fake model" in screen,
     "pi": lambda screen: "pi v0.73.1" in screen and "fake-model" in screen,
     "gemini-cli": lambda screen: "Type your message" in screen and "gemini-2.5-flash" in screen,
+    "qwen-code": lambda screen: "Type your message" in screen,
 }
 FIRST = "Remember the word PAPAYA-7 for later"
 SECOND = "Say which word I asked you to remember"

@@ -62,11 +62,23 @@ def gemini_user_hook(home: Path, marker: Path) -> list[Path]:
     return [settings]
 
 
+def qwen_user_hook(home: Path, marker: Path) -> list[Path]:
+    """Qwen Code's user settings with a hook on the event ours reports Ready from, in
+    its current format (``$version`` 4): Qwen itself rewrites an older one."""
+    settings = home / ".qwen" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    hook = {"type": "command", "command": f"touch {marker}"}
+    user = {"$version": 4, "hooks": {"SessionStart": [{"hooks": [hook]}]}}
+    settings.write_text(json.dumps(user, indent=2) + "\n")
+    return [settings]
+
+
 USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
     "claude-code": claude_user_hook,
     "opencode": opencode_user_plugin,
     "pi": pi_user_extension,
     "gemini-cli": gemini_user_hook,
+    "qwen-code": qwen_user_hook,
 }
 
 

@@ -134,7 +134,7 @@ def test_new_session_form_explains_a_bad_command(server: Server, page: Page) -> 
     # The agents the server offers are in the list.
     options = page.locator("#new-session-kind option").all_inner_texts()
     assert options[0] == "Command"
-    agents = ("claude-code", "codex", "opencode", "pi", "gemini-cli")
+    agents = ("claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code")
     assert {f"Agent: {agent}" for agent in agents} <= set(options)
     page.keyboard.press("Escape")
     expect(page.locator("#new-session-dialog")).to_be_hidden()

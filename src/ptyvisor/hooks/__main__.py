@@ -20,6 +20,7 @@ MAPPERS = {
     "claude-code": "ptyvisor.hooks.claude_code",
     "codex": "ptyvisor.hooks.codex",
     "gemini-cli": "ptyvisor.hooks.gemini_cli",
+    "qwen-code": "ptyvisor.hooks.qwen_code",
 }
 
 

@@ -17,11 +17,16 @@ Rules learned the hard way (see shared anchors), each pinned by a test:
 - Esc fires no hook; ptyvisor infers the interrupt from the keystroke.
 - ``PermissionRequest`` then holds on the control socket (`decide`) for a client's
   decision and answers Claude natively; with no decision it prints nothing.
+
+Qwen Code sends the same events with the same payloads and reads the same answers,
+so `qwen_code` maps them with this module, through a `Dialect` (its agent name,
+tool names, and which requests its hook can answer).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ptyvisor.hooks import normalise
@@ -45,40 +50,82 @@ ASK_ANSWER_FIELDS = ("answers", "annotations")
 DEFAULT_DENY_MESSAGE = "Denied from ptyvisor"
 
 
-def activity(phase: str, at: int, event: Mapping[str, Any], reason: str | None = None) -> Payload:
-    return normalise.activity(AGENT, phase, at, event, reason)
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between agents that speak Claude Code's hook protocol."""
+
+    agent: str
+    ask_tool: str
+    asker: str
+    """Who asks, in a question's title."""
+    titles: Mapping[str, str] = field(default_factory=dict)
+    """An approval's title per tool name (else ``Use <tool>``)."""
+    answers_questions: bool = True
+    """Whether an allow from the hook can carry a question's answers."""
+    submits_tool_results: bool = False
+    """Whether ``UserPromptSubmit`` also fires, with an empty ``prompt``, for the model
+    request that carries tool results: that one is no new prompt (reason
+    ``tool_results``: what the main thread asked is over, a queued message stays)."""
+    idle_means_waiting: bool = True
+    """Whether an ``idle_prompt`` notification reports ``waiting`` (else it is left
+    to Stop / StopFailure, which already ended the turn)."""
 
 
-def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
+CLAUDE = Dialect(
+    agent=AGENT,
+    ask_tool=ASK_TOOL,
+    asker="Claude",
+    titles={
+        "Bash": "Run a shell command",
+        "Edit": "Edit a file",
+        "MultiEdit": "Edit a file",
+        "Write": "Write a file",
+        "NotebookEdit": "Edit a notebook",
+        "WebFetch": "Fetch a web page",
+        "WebSearch": "Search the web",
+    },
+)
+
+
+def map_event(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> list[Payload]:
     """The frames one hook invocation sends, in order."""
     name = event.get("hook_event_name")
     agent_id = normalise.subagent(event)
     subagent = agent_id is not None
+
+    def activity(phase: str, reason: str | None = None) -> Payload:
+        return normalise.activity(dialect.agent, phase, at, event, reason)
+
     match name:
         case "SessionStart":
-            return [activity("waiting", at, event)]
+            return [activity("waiting")]
         case "UserPromptSubmit":
-            return [cleared(at, None, "prompt"), activity("working", at, event)]
+            continued = dialect.submits_tool_results and not str(event.get("prompt") or "").strip()
+            return [
+                cleared(at, None, "tool_results" if continued else "prompt"),
+                activity("working"),
+            ]
         case "PreToolUse" if not subagent:
-            return [activity("working", at, event)]
+            return [activity("working")]
         case "PermissionRequest":
-            return [interaction_frame(event, at)]
+            return [interaction_frame(event, at, dialect)]
         case "PostToolUse" | "PostToolUseFailure":
             tool = str(event.get("tool_name", ""))
-            ident = request_digest(tool, _asked_input(tool, event.get("tool_input")))
+            asked = _asked_input(tool, event.get("tool_input"), dialect)
+            ident = request_digest(tool, asked)
             frames = [cleared(at, ident, "answered")]
             if not subagent:
-                frames.append(activity("working", at, event))
+                frames.append(activity("working"))
             return frames
         case "Notification":
             kind = str(event.get("notification_type", ""))
             if kind == "idle_prompt":
-                return [activity("waiting", at, event)]
+                return [activity("waiting")] if dialect.idle_means_waiting else []
             if kind == "permission_prompt" or kind.startswith("elicitation"):
-                return [activity("needs_input", at, event, reason=kind)]
+                return [activity("needs_input", reason=kind)]
             return []
         case "Stop" if not subagent:
-            return [activity("waiting", at, event)]
+            return [activity("waiting")]
         case "SubagentStop" if agent_id is not None:
             return [{"type": "subagent_stopped", "at": at, "agent_id": agent_id}]
         case "StopFailure":
@@ -92,33 +139,34 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
                 or event.get("last_assistant_message")
             )
             reason = f"{error}: {detail}" if detail else str(error)
-            return [activity("failed", at, event, reason=reason)]
+            return [activity("failed", reason=reason)]
         case "SessionEnd":
             if event.get("reason") == "clear":
                 return []  # /clear ends one conversation and starts another in place
-            return [activity("stopped", at, event, reason=str(event.get("reason") or ""))]
+            return [activity("stopped", reason=str(event.get("reason") or ""))]
         case _:
             return []
 
 
-def _asked_input(tool: str, tool_input: object) -> object:
+def _asked_input(tool: str, tool_input: object, dialect: Dialect) -> object:
     """The tool input as PermissionRequest saw it: without the answers added since."""
-    if tool == ASK_TOOL and isinstance(tool_input, Mapping):
+    if tool == dialect.ask_tool and isinstance(tool_input, Mapping):
         return {k: v for k, v in tool_input.items() if k not in ASK_ANSWER_FIELDS}
     return tool_input
 
 
-def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
+def interaction_frame(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> Payload:
     tool = str(event.get("tool_name", ""))
     tool_input = event.get("tool_input")
     fields: Mapping[str, Any] = tool_input if isinstance(tool_input, Mapping) else {}
-    interaction = normalise.interaction(request_digest(tool, tool_input), AGENT, tool, at)
-    if tool == ASK_TOOL:
-        interaction.update(normalise.question("Claude has a question", fields.get("questions")))
+    interaction = normalise.interaction(request_digest(tool, tool_input), dialect.agent, tool, at)
+    if tool == dialect.ask_tool:
+        title = f"{dialect.asker} has a question"
+        interaction.update(normalise.question(title, fields.get("questions")))
     else:
         interaction.update(
             kind="approval",
-            title=text(_title(tool)),
+            title=text(dialect.titles.get(tool, f"Use {tool}")),
             rows=rows(
                 row("Command", fields.get("command"), monospace=True),
                 row("File", fields.get("file_path") or fields.get("notebook_path"), monospace=True),
@@ -144,33 +192,25 @@ def _known(fields: Mapping[str, Any]) -> bool:
     return any(key in fields for key in _KNOWN_FIELDS)
 
 
-def _title(tool: str) -> str:
-    return {
-        "Bash": "Run a shell command",
-        "Edit": "Edit a file",
-        "MultiEdit": "Edit a file",
-        "Write": "Write a file",
-        "NotebookEdit": "Edit a notebook",
-        "WebFetch": "Fetch a web page",
-        "WebSearch": "Search the web",
-    }.get(tool, f"Use {tool}")
-
-
 # --------------------------------------------------------------------------- answering
 
 
-def decide(event: Mapping[str, Any], frames: list[Payload]) -> Payload | None:
+def decide(
+    event: Mapping[str, Any], frames: list[Payload], dialect: Dialect = CLAUDE
+) -> Payload | None:
     """For a PermissionRequest: wait for a client's decision on the control socket and
     return Claude's native answer, or None (print nothing: Claude shows its prompt).
     For the main turn's Stop: hand Claude the session's queued message, if any."""
     if event.get("hook_event_name") == "Stop":
-        continue_with_queued_message(event, AGENT)
+        continue_with_queued_message(event, dialect.agent)
         return None
     if event.get("hook_event_name") != "PermissionRequest":
         return None
     framed = [f for f in frames if f.get("type") == "interaction"]
     if not framed:
         return None
+    if not dialect.answers_questions and framed[0]["interaction"].get("kind") != "approval":
+        return None  # not held: the agent would ignore the answers
     decision = request_decision(framed[0]["interaction"], agent_id=framed[0].get("agent_id"))
     return native_answer(event, decision) if decision is not None else None
 
