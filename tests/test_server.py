@@ -142,17 +142,23 @@ async def _exited_summary(client: Client, session_id: str):  # type: ignore[no-u
     return None
 
 
-async def test_an_early_ready_report_waits_for_quiet(client: Client, tmp_path: Path) -> None:
+@pytest.mark.parametrize("prompt", [True, False], ids=["prompt drawn", "never drawn"])
+async def test_an_early_ready_report_waits_for_the_prompt(
+    client: Client, tmp_path: Path, prompt: bool
+) -> None:
     """Qwen Code reports Ready (SessionStart) before it draws its prompt and reads keys:
-    the report is applied only once the output after it has gone quiet."""
+    the report is applied once its input box shows (while it still draws: not the quiet
+    rule), or, if that never shows, once the output has gone quiet."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    stop = tmp_path / "drawn"
-    fake = bin_dir / "qwen"  # a stand-in: reports Ready, then draws until told
+    stop, done = tmp_path / "drawn", tmp_path / "done"
+    box = "echo '> Type your message or @path/to/file'" if prompt else "true"
+    fake = bin_dir / "qwen"  # a stand-in: reports Ready, draws, then (maybe) its box
     fake.write_text(
         "#!/bin/sh\n"
         f"{PTYVISOR_BIN} emit activity waiting --agent qwen-code\n"
         f"while [ ! -e {stop} ]; do echo drawing; sleep 0.05; done\n"
+        f"while [ ! -e {done} ]; do {box}; sleep 0.05; done\n"
         "exec cat\n"
     )
     fake.chmod(0o755)
@@ -167,12 +173,16 @@ async def test_an_early_ready_report_waits_for_quiet(client: Client, tmp_path: P
     listed = {s.id: s for s in await client.list()}
     assert listed[summary.id].activity.phase.value == "starting"
     stop.touch()
+    if not prompt:
+        done.touch()  # and it goes quiet
     events = await until(
         client, lambda e: isinstance(e, ActivityChanged) and e.activity.phase.value == "waiting"
     )
     ready = events[-1]
     assert isinstance(ready, ActivityChanged)
     assert (ready.activity.source, ready.activity.agent) == ("extension", "qwen-code")
+    assert not done.exists() or not prompt, "Ready came only when the output went quiet"
+    done.touch()
     await client.close(summary.id)
 
 

@@ -102,28 +102,32 @@ REPORTS_STARTUP: dict[str, bool] = {
     "codex": False,  # 0.171 starts its thread (and SessionStart) with the first prompt
     "opencode": False,  # the plugin loads seconds before the TUI reads keys
     "pi": True,  # session_start
-    "gemini-cli": True,  # SessionStart when the TUI comes up
-    "qwen-code": True,  # SessionStart, a little early: see READY_AFTER_QUIET
+    "gemini-cli": True,  # SessionStart, held until READY_SCREEN shows
+    "qwen-code": True,  # SessionStart, a little early: held until READY_SCREEN shows
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
 ptyvisor calls the session Ready when the screen shows its input prompt
-(`READY_SCREEN`), or else once its start-up has drawn something and gone quiet."""
+(`READY_SCREEN`), or else once its start-up has drawn something and gone quiet. For
+one that does and has a `READY_SCREEN`, its report waits for that prompt."""
 
 READY_SCREEN: dict[str, str] = {
     # The composer (its mark, its placeholder) and the footer under it.
     "codex": r"(?m)^\u203a .*\n(?s:.*)\? for shortcuts",
     # The prompt box's left border and the key hints below it (home and session views).
     "opencode": r"(?s)\u2503.*ctrl\+p",
+    # The input box's placeholder (Qwen Code is a fork of Gemini CLI: the same words).
+    "qwen-code": r"Type your message",
+    "gemini-cli": r"Type your message",
 }
 """An agent's input prompt, drawn: a regex searched in the headless terminal's visible
-rows joined by newlines, while the session is ``starting``. Checked against Codex
-0.171 and OpenCode 1.18.33 (both read keys from the first frame that shows it)."""
-
-READY_AFTER_QUIET = frozenset({"qwen-code"})
-"""Agents whose extension reports Ready before their TUI takes keys: that report is
-applied once the output after it has gone quiet. Qwen Code 0.24 fires SessionStart
-while it sets up the chat, 0.2-0.7 s before it draws its prompt; keys typed in
-between are lost (tests/agents/test_qwen_code_e2e.py, typed at Ready)."""
+rows joined by newlines, while the session is ``starting``. For an agent that cannot
+report Ready, the prompt is its Ready; for one that can, its report is held until the
+prompt shows (or, failing that, until its output goes quiet): Qwen Code 0.24 fires
+SessionStart while it sets up the chat, 0.2-0.7 s before it draws its prompt, and
+keys typed in between are lost; Gemini CLI 0.61 fires it as its configuration is
+ready, with its input box not always live yet on a busy machine. Checked against
+Codex 0.171, OpenCode 1.18.33, Qwen Code 0.24.4 and Gemini CLI 0.61.0 (each reads
+keys from the first frame that shows it)."""
 
 
 @dataclass(frozen=True)

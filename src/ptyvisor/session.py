@@ -39,7 +39,7 @@ from ptyvisor.activity import (
     FramePayload,
     InteractionCleared,
 )
-from ptyvisor.agents import READY_AFTER_QUIET, READY_SCREEN, REPORTS_STARTUP
+from ptyvisor.agents import READY_SCREEN, REPORTS_STARTUP
 from ptyvisor.child import Child
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
@@ -319,8 +319,10 @@ class Session:
         self.frames_rejected: dict[str, int] = {}
         self.queued_message: str | None = None
         """One message for the agent's next Stop hook (see `queue_message`)."""
-        self._reported_ready: ActivityReport | None = None
-        self._ready_reported = anyio.Event()
+        self._startup_report: ActivityReport | None = None
+        """The extension's start-up Ready, held until the prompt shows (`_defers_ready`)."""
+        self._startup_reported = anyio.Event()
+        self._prompt_seen = False
         self._message_generation = 0
         self.closed = False
         self.finished = anyio.Event()
@@ -344,7 +346,7 @@ class Session:
                         tg.start_soon(self.recorder.run)
                     if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
                         tg.start_soon(self._ready_when_quiet)
-                    if self.agent in READY_AFTER_QUIET:
+                    elif self.agent is not None and self._ready_screen is not None:
                         tg.start_soon(self._reported_ready_when_quiet)
         finally:
             # Shielded: a server being stopped cancels from outside, and this is
@@ -566,19 +568,24 @@ class Session:
 
     def _startup_screen(self, display: list[str]) -> bool:
         """The renderer's view of the screen during start-up (`READY_SCREEN`): Ready
-        the moment the agent's input prompt shows. Returns whether to stop watching.
+        the moment the agent's input prompt shows, or for an agent that reports Ready,
+        its report applied then (held until then, `_defers_ready`). Returns whether to
+        stop watching.
 
-        A drawn prompt is the best evidence of taking keys that Codex and OpenCode
-        give (neither reports it): both read keys from that first frame on. The
-        residual risk is an agent version that draws its prompt before it reads keys
-        (then a prompt typed that instant could be lost) or draws it differently (then
-        Ready falls back to the quiet rule, `_ready_when_quiet`)."""
+        A drawn prompt is the best evidence of taking keys these agents give: each
+        reads keys from that first frame on. The residual risk is an agent version
+        that draws its prompt before it reads keys (then a prompt typed that instant
+        could be lost) or draws it differently (then Ready falls back to the quiet
+        rule, `_ready_when_quiet` / `_reported_ready_when_quiet`)."""
         if self._ready_screen is None or self.tracker.activity.phase is not ActivityPhase.STARTING:
             return True
         self._drawn = self._drawn or any(line.strip() for line in display)
         if self._ready_screen.search("\n".join(display)) is None:
             return False
-        if self.tracker.started_up(now_ms()):
+        self._prompt_seen = True
+        if REPORTS_STARTUP.get(self.agent or "", True):
+            self._apply_startup_report()  # or, if it has not come yet, as it comes
+        elif self.tracker.started_up(now_ms()):
             self._activity_changed()
         return True
 
@@ -597,30 +604,37 @@ class Session:
             await anyio.sleep(0.1)
 
     def _defers_ready(self, payload: FramePayload) -> bool:
-        """Whether ``payload`` is a start-up Ready report to hold back until the output
-        goes quiet (`READY_AFTER_QUIET`)."""
+        """Whether ``payload`` is an extension's start-up Ready to hold back until the
+        agent's prompt shows (`READY_SCREEN`): Qwen Code reports it before it reads keys."""
         if (
-            self.agent not in READY_AFTER_QUIET
+            self._ready_screen is None
+            or self._prompt_seen
             or not isinstance(payload, ActivityReport)
             or payload.phase != "waiting"
             or self.tracker.activity.phase is not ActivityPhase.STARTING
         ):
             return False
-        self._reported_ready = payload
-        self._ready_reported.set()
+        self._startup_report = payload
+        self._startup_reported.set()
         return True
 
+    def _apply_startup_report(self) -> None:
+        """The held start-up Ready, stamped now (when it became true), if still starting."""
+        report = self._startup_report
+        if report is None or self.tracker.activity.phase is not ActivityPhase.STARTING:
+            return
+        ready = report.model_copy(update={"at": max(report.at, now_ms())})
+        if self.tracker.apply(ready):
+            self._activity_changed()
+
     async def _reported_ready_when_quiet(self) -> None:
-        """Apply the held Ready report once the output after it has gone quiet, unless
-        something else (a prompt, the exit) has moved the session on meanwhile."""
-        await self._ready_reported.wait()
+        """The fallback for a held start-up Ready whose prompt never shows (a dialog of
+        the agent's own, a changed layout): applied once the output has gone quiet,
+        unless something else (a prompt, the exit) has moved the session on."""
+        await self._startup_reported.wait()
         while self.tracker.activity.phase is ActivityPhase.STARTING:
             if time.monotonic() - self._last_read >= STARTUP_QUIET_SECONDS:
-                report = self._reported_ready
-                if report is not None:
-                    ready = report.model_copy(update={"at": max(report.at, now_ms())})
-                    if self.tracker.apply(ready):
-                        self._activity_changed()
+                self._apply_startup_report()
                 return
             await anyio.sleep(0.1)
 
