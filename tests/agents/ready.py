@@ -25,6 +25,7 @@ PROMPT_SHOWN: dict[str, Screen] = {
     "opencode": "Ask anything",
     "pi": lambda s: "pi v0.73.1" in s and "fake-model" in s,
     "gemini-cli": lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
+    "qwen-code": "Type your message",
 }
 """Each agent's input prompt, drawn and empty: the earliest the TUI can visibly take keys."""
 
@@ -110,7 +111,7 @@ async def quit_agent(run: AgentRun, agent: str) -> None:
             await run.type("\x03")
             await run.wait_screen("Press Ctrl-C again to exit", wait=10)
             await run.type("\x03")
-        case "gemini-cli":
+        case "gemini-cli" | "qwen-code":
             await run.type("\x03")
             await run.wait_screen("again to exit", wait=10)
             await run.type("\x03")

@@ -22,7 +22,9 @@ RUNS = 5
 
 @pytest.mark.timeout(120, func_only=True)
 @pytest.mark.parametrize("run", range(RUNS))
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "opencode", "pi", "gemini-cli"])
+@pytest.mark.parametrize(
+    "agent", ["claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code"]
+)
 async def test_prompt_typed_at_ready_reaches_the_model(
     agent: str, run: int, tmp_path: Path
 ) -> None:
