@@ -153,3 +153,14 @@ def test_qwen_code_keeps_the_machines_system_defaults(tmp_path: Path) -> None:
     assert set(hooks) == set(CLAUDE_EVENTS)
     machine.write_text("{not json")
     assert set(qwen_system_defaults(machine)) == {"hooks"}
+
+
+def test_gemini_is_not_made_headless_by_a_server_started_in_ci(tmp_path: Path) -> None:
+    """Gemini runs headless (and exits) when CI or GITHUB_ACTIONS is ``true``; under
+    ptyvisor it has a terminal, so those reach it as ``1`` (still set, not ``true``)."""
+    env = {"HOME": str(tmp_path), "CI": "true", "GITHUB_ACTIONS": "true", "OTHER": "true"}
+    started = launch("gemini-cli", [], session_dir=tmp_path / "s", env=env)
+    assert started.env["CI"] == "1" and started.env["GITHUB_ACTIONS"] == "1"
+    assert "OTHER" not in started.env
+    calm = launch("gemini-cli", [], session_dir=tmp_path / "t", env={"HOME": str(tmp_path)})
+    assert "CI" not in calm.env and "GITHUB_ACTIONS" not in calm.env

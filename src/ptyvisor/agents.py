@@ -250,6 +250,18 @@ GEMINI_STATE_DIRS = ("tmp",)
 (and resumable) rather than the session folder's."""
 
 
+GEMINI_HEADLESS_IF_TRUE = ("CI", "GITHUB_ACTIONS")
+"""Gemini CLI 0.61 runs headless (no TUI: "No input provided via stdin", exit 42)
+when either is exactly ``true``, whatever its terminal."""
+
+
+def gemini_not_headless(env: Mapping[str, str]) -> dict[str, str]:
+    """Under ptyvisor Gemini always has a terminal, so a server started in CI (or from
+    a GitHub Actions job) must not make it headless: such a variable is passed on as
+    ``1``, which Gemini does not take for ``true`` and CI detectors still take for set."""
+    return {name: "1" for name in GEMINI_HEADLESS_IF_TRUE if env.get(name) == "true"}
+
+
 def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
     """The session's ``GEMINI_CLI_HOME`` (see the module notes): its ``.gemini`` links
     the user's entries, its ``.agents`` (user skills, also under Gemini's home) is the
@@ -329,8 +341,12 @@ def launch(
             extension = extensions_dir() / "pi" / "ptyvisor.js"
             return Launch(["pi", "--extension", str(extension), *args, *extra])
         case "gemini-cli":
-            home = gemini_home(session_dir, os.environ if env is None else env)
-            return Launch(["gemini", *args, *extra], {"GEMINI_CLI_HOME": str(home)})
+            environment = os.environ if env is None else env
+            home = gemini_home(session_dir, environment)
+            return Launch(
+                ["gemini", *args, *extra],
+                {"GEMINI_CLI_HOME": str(home), **gemini_not_headless(environment)},
+            )
 
 
 def resume_args(agent: AgentName, native_session_id: str) -> list[str]:

@@ -93,7 +93,11 @@ class Supervisor:
         command = list(argv)
         if agent is not None:
             started = launch(
-                agent, argv, session_dir=self.session_dir(session_id), resume=resume, env=env
+                agent,
+                argv,
+                session_dir=self.session_dir(session_id),
+                resume=resume,
+                env=program_environment(os.environ, env),  # what the agent will see
             )
             # What the user asked for: the agent's program and their own arguments,
             # without the extension flags (a page-long hooks JSON for Claude).
