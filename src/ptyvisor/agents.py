@@ -186,13 +186,21 @@ def qwen_system_defaults(machine: Path | None = None) -> dict[str, object]:
         loaded = {}
     defaults: dict[str, object] = loaded if isinstance(loaded, dict) else {}
     ours = claude_settings("qwen-code", DECISION_TIMEOUT_SECONDS * QWEN_LEGACY_MS)["hooks"]
-    theirs = defaults.get("hooks")
-    hooks = dict(theirs) if isinstance(theirs, dict) else {}
     assert isinstance(ours, dict)
+    return with_our_hooks(defaults, ours)
+
+
+def with_our_hooks(
+    settings: Mapping[str, object], ours: Mapping[str, list[object]]
+) -> dict[str, object]:
+    """``settings`` with our hook entries appended to each event's: theirs run first,
+    and whatever else the file holds is kept as it is."""
+    theirs = settings.get("hooks")
+    hooks: dict[str, object] = dict(theirs) if isinstance(theirs, Mapping) else {}
     for event, entries in ours.items():
         before = hooks.get(event)
         hooks[event] = [*(before if isinstance(before, list) else []), *entries]
-    return {**defaults, "hooks": hooks}
+    return {**settings, "hooks": hooks}
 
 
 def codex_overrides() -> list[str]:
@@ -216,13 +224,9 @@ def gemini_settings(user: Mapping[str, object]) -> dict[str, object]:
         "command": hook_command("gemini-cli"),
         "timeout": HOOK_TIMEOUT_SECONDS * 1000,  # milliseconds
     }
-    theirs = user.get("hooks")
-    hooks: dict[str, object] = dict(theirs) if isinstance(theirs, Mapping) else {}
-    for event in GEMINI_EVENTS:
-        entries = hooks.get(event)
-        kept = list(entries) if isinstance(entries, list) else []
-        hooks[event] = [*kept, {"matcher": "*", "hooks": [hook]}]
-    return {**user, "hooks": hooks}
+    return with_our_hooks(
+        user, {event: [{"matcher": "*", "hooks": [hook]}] for event in GEMINI_EVENTS}
+    )
 
 
 _JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)

@@ -344,10 +344,10 @@ class Session:
                     tg.start_soon(self._renderer_resize_loop)
                     if self.recorder is not None:
                         tg.start_soon(self.recorder.run)
-                    if self.agent is not None and not REPORTS_STARTUP.get(self.agent, True):
+                    if self.agent is not None and (
+                        not REPORTS_STARTUP.get(self.agent, True) or self._ready_screen
+                    ):
                         tg.start_soon(self._ready_when_quiet)
-                    elif self.agent is not None and self._ready_screen is not None:
-                        tg.start_soon(self._reported_ready_when_quiet)
         finally:
             # Shielded: a server being stopped cancels from outside, and this is
             # exactly when every program must still be stopped and reaped — unless a
@@ -576,30 +576,37 @@ class Session:
         reads keys from that first frame on. The residual risk is an agent version
         that draws its prompt before it reads keys (then a prompt typed that instant
         could be lost) or draws it differently (then Ready falls back to the quiet
-        rule, `_ready_when_quiet` / `_reported_ready_when_quiet`)."""
+        rule, `_ready_when_quiet`)."""
         if self._ready_screen is None or self.tracker.activity.phase is not ActivityPhase.STARTING:
             return True
         self._drawn = self._drawn or any(line.strip() for line in display)
         if self._ready_screen.search("\n".join(display)) is None:
             return False
         self._prompt_seen = True
-        if REPORTS_STARTUP.get(self.agent or "", True):
-            self._apply_startup_report()  # or, if it has not come yet, as it comes
-        elif self.tracker.started_up(now_ms()):
-            self._activity_changed()
+        self._become_ready()  # for a reporting agent whose report has not come: as it comes
         return True
 
+    def _become_ready(self) -> None:
+        """The start-up is over: the extension's held Ready applied, or for an agent
+        that cannot report it, ``starting`` made ``waiting``."""
+        if REPORTS_STARTUP.get(self.agent or "", True):
+            self._apply_startup_report()
+        elif self.tracker.started_up(now_ms()):
+            self._activity_changed()
+
     async def _ready_when_quiet(self) -> None:
-        """For an agent that cannot report Ready and whose prompt was not seen: its
-        start-up output has gone quiet, so it is waiting for the user (at a dialog of
-        its own, say). With a `READY_SCREEN`, only once something was drawn: OpenCode
-        is quiet for seconds before its first frame, and reads no keys meanwhile."""
+        """The fallback when the prompt is not seen (a dialog of the agent's own, a
+        changed layout): once the start-up output has gone quiet, the agent waits for
+        the user. An agent that reports Ready is so only once its report has come;
+        with a `READY_SCREEN`, only once something was drawn (OpenCode is quiet for
+        seconds before its first frame, and reads no keys meanwhile)."""
+        if REPORTS_STARTUP.get(self.agent or "", True):
+            await self._startup_reported.wait()
         while self.tracker.activity.phase is ActivityPhase.STARTING:
             quiet = time.monotonic() - self._last_read
             drawn = self._drawn or self._ready_screen is None
             if self.log.end_seq > 0 and quiet >= STARTUP_QUIET_SECONDS and drawn:
-                if self.tracker.started_up(now_ms()):
-                    self._activity_changed()
+                self._become_ready()
                 return
             await anyio.sleep(0.1)
 
@@ -626,17 +633,6 @@ class Session:
         ready = report.model_copy(update={"at": max(report.at, now_ms())})
         if self.tracker.apply(ready):
             self._activity_changed()
-
-    async def _reported_ready_when_quiet(self) -> None:
-        """The fallback for a held start-up Ready whose prompt never shows (a dialog of
-        the agent's own, a changed layout): applied once the output has gone quiet,
-        unless something else (a prompt, the exit) has moved the session on."""
-        await self._startup_reported.wait()
-        while self.tracker.activity.phase is ActivityPhase.STARTING:
-            if time.monotonic() - self._last_read >= STARTUP_QUIET_SECONDS:
-                self._apply_startup_report()
-                return
-            await anyio.sleep(0.1)
 
     # ------------------------------------------------------------------ exit
 
