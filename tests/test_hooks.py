@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
+from ptyvisor.agents import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS
 from ptyvisor.client import Client
 from ptyvisor.frames import Rejected, decode_frame, new_nonce
 from ptyvisor.hooks import claude_code, codex, gemini_cli, qwen_code
@@ -486,3 +489,52 @@ async def test_hook_interaction_reaches_clients_through_the_server(
     final = events[-1]
     assert isinstance(final, ActivityChanged)
     assert final.activity.phase is ActivityPhase.WORKING
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_FIELDS = [
+    "session_id",
+    "prompt",
+    "tool_name",
+    "tool_input",
+    "tool_use_id",
+    "tool_response",
+    "notification_type",
+    "message",
+    "details",
+    "source",
+    "reason",
+    "transcript_path",
+    "stop_hook_active",
+    "permission_suggestions",
+    "error",
+    "error_details",
+    "agent_id",
+]
+_EVENTS = sorted(
+    {*CLAUDE_EVENTS, *CODEX_EVENTS, *GEMINI_EVENTS, "Interrupt", "SessionEnd", "Unknown"}
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    mapper=st.sampled_from([claude_code, codex, gemini_cli, qwen_code]),
+    event=st.sampled_from(_EVENTS),
+    fields=st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=8),
+)
+def test_any_hook_payload_maps_to_valid_frames(
+    mapper: Any, event: str, fields: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's hook payload is untrusted input: whatever its fields hold, every
+    mapper returns frames ptyvisor accepts (bounded, typed), never an exception."""
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path))
+    for payload in mapper.map_event({**fields, "hook_event_name": event}, 1):
+        FRAME_PAYLOAD.validate_python(payload)
