@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
 from ptyvisor.agents import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS
 from ptyvisor.client import Client
+from ptyvisor.emit import write_frame
 from ptyvisor.frames import Rejected, decode_frame, new_nonce
 from ptyvisor.hooks import claude_code, codex, gemini_cli, qwen_code
 from ptyvisor.protocol import ActivityChanged
@@ -395,6 +396,47 @@ def test_codex_rollout_watcher_reports_failed_turns(tmp_path: Path) -> None:
     assert codex.turn_outcome(
         json.dumps({"type": "event_msg", "payload": {"type": "task_complete"}})
     ) == (False, None)
+
+
+def test_codex_rollout_watcher_ends_with_codex_and_writes_nothing_after(tmp_path: Path) -> None:
+    """Codex runs hooks in sessions of their own, so the watcher outlives a stopped
+    session unless it watches Codex. A turn that never completes: the watcher ends
+    with its program, well before its deadline. Its frame is written only while the
+    program runs, since an ended program's /dev/pts/N may be the next session's."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("")
+    program = subprocess.Popen(["sleep", "600"])
+    started = codex.process_start(program.pid)
+    assert started is not None
+    argv = [str(rollout), "0", str(program.pid), str(started)]
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "ptyvisor.hooks.codex", *argv],
+        env={**os.environ, "PTYVISOR_SESSION": "s1", "PTYVISOR_NONCE": "n" * 32},
+        start_new_session=True,
+    )
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            watcher.wait(timeout=codex.POLL_SECONDS * 4)  # following the live turn
+        program.kill()
+        program.wait()
+        assert watcher.wait(timeout=60) == 0
+    finally:
+        program.kill()
+        watcher.kill()
+        watcher.wait()
+    assert codex.process_start(program.pid) is None
+    master, slave = os.openpty()
+    try:
+        nonce = new_nonce()
+        env = {"PTYVISOR_SESSION": "s1", "PTYVISOR_NONCE": nonce, "PTYVISOR_TTY": os.ttyname(slave)}
+        frame = {"type": "activity", "phase": "failed", "at": 1}
+        assert not write_frame(frame, env, only_if=lambda: False)
+        assert read_frames(master, "s1", nonce) == []
+        assert write_frame(frame, env, only_if=lambda: True)
+        assert read_frames(master, "s1", nonce) == [frame]
+    finally:
+        os.close(slave)
+        os.close(master)
 
 
 def run_hook(

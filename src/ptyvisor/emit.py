@@ -74,12 +74,18 @@ def write_frame(
     payload: Mapping[str, object],
     env: Mapping[str, str] = os.environ,
     encode: Callable[[str, str, Mapping[str, object]], bytes] = encode_frame,
+    only_if: Callable[[], bool] | None = None,
 ) -> bool:
     """Write one activity frame for the session described by ``env``.
 
     Returns False, without raising, when not in a ptyvisor session, when the
     payload cannot be framed, or when no terminal can be written. ``encode`` lets
     hooks shorten a payload that would not fit instead of losing it.
+
+    ``only_if`` is asked after the terminal is opened and before it is written. A
+    process that outlives its hook passes "my program still runs": a running
+    program holds its PTY, so a terminal opened while it runs is its own, whereas
+    an ended program's ``/dev/pts/N`` may already be the next session's.
     """
     session_id = env.get(ENV_SESSION, "")
     nonce = env.get(ENV_NONCE, "")
@@ -96,6 +102,8 @@ def write_frame(
         if fd is None:
             continue
         try:
+            if only_if is not None and not only_if():
+                return False
             view = memoryview(frame)
             # One write delivers the whole frame on a blocking PTY; the loop only
             # matters if a signal interrupts it part-way.

@@ -127,20 +127,40 @@ def native_answer(decision: Decision) -> Payload:
 
 
 def start_watcher(event: Mapping[str, Any]) -> None:
-    """Detach a rollout watcher for this turn; it outlives the hook process. In a
-    process group of its own (Codex may stop the hook's group), but in the session's
-    process session, so that stopping the session stops it too."""
+    """Detach a rollout watcher for this turn. It outlives the hook process.
+
+    Codex starts each hook in a process session of its own, so the watcher is not
+    in the program's session, and stopping the session does not stop it. It watches
+    Codex itself instead (the hook's parent, by pid and start time) and ends with
+    it: it is never left behind, and never writes to a terminal that, its program
+    gone, the kernel has handed to the next session."""
     path = event.get("transcript_path")
-    if not isinstance(path, str) or not path:
+    program = os.getppid()
+    started = process_start(program)
+    if not isinstance(path, str) or not path or started is None:
         return
     offset = _size(Path(path))
+    argv = [path, str(offset), str(program), str(started)]
     subprocess.Popen(
-        [sys.executable, "-m", "ptyvisor.hooks.codex", path, str(offset)],
+        [sys.executable, "-m", "ptyvisor.hooks.codex", *argv],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         process_group=0,
     )
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), or None if it is gone
+    or a zombie: with the pid, it names one process even after pids are reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+    if len(fields) < 20 or fields[0] == b"Z":
+        return None
+    return int(fields[19])
 
 
 def _size(path: Path) -> int:
@@ -172,8 +192,11 @@ def turn_outcome(line: str) -> tuple[bool, str | None] | None:
     return None
 
 
-def watch_rollout(path: Path, offset: int, deadline: float) -> tuple[bool, str | None] | None:
-    """Follow the rollout file from ``offset`` until the turn ends or time runs out."""
+def watch_rollout(
+    path: Path, offset: int, deadline: float, program: tuple[int, int] | None = None
+) -> tuple[bool, str | None] | None:
+    """Follow the rollout file from ``offset`` until the turn ends, time runs out or
+    the ``program`` (pid, start) has ended."""
     buffered = b""
     while time.monotonic() < deadline:
         try:
@@ -189,20 +212,23 @@ def watch_rollout(path: Path, offset: int, deadline: float) -> tuple[bool, str |
             outcome = turn_outcome(line.decode("utf-8", "replace"))
             if outcome is not None:
                 return outcome
-        if not os.path.exists(os.environ.get("PTYVISOR_TTY", "/")):
-            return None  # the session is gone
+        if program is not None and process_start(program[0]) != program[1]:
+            return None  # Codex has ended, and its session with it
         time.sleep(POLL_SECONDS)
     return None
 
 
 def _watch_main(argv: list[str]) -> int:
     try:
-        outcome = watch_rollout(Path(argv[0]), int(argv[1]), time.monotonic() + WATCH_SECONDS)
+        program = (int(argv[2]), int(argv[3]))
+        deadline = time.monotonic() + WATCH_SECONDS
+        outcome = watch_rollout(Path(argv[0]), int(argv[1]), deadline, program)
         if outcome is not None and outcome[0]:
             from ptyvisor.emit import write_frame
 
             at = time.time_ns() // 1_000_000
-            write_frame(activity("failed", at, {}, reason=outcome[1] or "turn failed"))
+            frame = activity("failed", at, {}, reason=outcome[1] or "turn failed")
+            write_frame(frame, only_if=lambda: process_start(program[0]) == program[1])
     except Exception:
         return 0
     return 0
