@@ -23,6 +23,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.typing import Subprotocol
 
 from ptyvisor import web_assets
+from ptyvisor.agents import AGENTS
 from ptyvisor.protocol import SERVER_MESSAGE, Hello
 
 from .conftest import TOKEN, RunningServer
@@ -150,14 +151,7 @@ async def test_token_subprotocol_keeps_the_token_out_of_urls(server: RunningServ
         assert ws.subprotocol == "ptyvisor"
         hello = SERVER_MESSAGE.validate_json(await ws.recv())
         assert isinstance(hello, Hello)
-        assert hello.agents == [
-            "claude-code",
-            "codex",
-            "opencode",
-            "pi",
-            "gemini-cli",
-            "qwen-code",
-        ]
+        assert hello.agents == list(AGENTS)
     wrong = [Subprotocol("ptyvisor"), Subprotocol("ptyvisor.token.nope")]
     with pytest.raises(InvalidStatus) as refused:
         async with connect(server.url + "ws", subprotocols=wrong):

@@ -124,14 +124,12 @@ probes ``/``. Every TUI sends DA1 and/or CPR queries, answered here through
 ``HeadlessTerminal``'s ``on_reply``.
 """
 
-# ruff: noqa: RUF001, RUF002  (the TUIs draw their prompt marks with non-ASCII arrows)
+# ruff: noqa: RUF002  (the TUIs draw their prompt marks with non-ASCII arrows)
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -139,82 +137,13 @@ import pytest
 from tests.agents.fake_model import FakeModelServer, Reply, Request
 from tests.agents.installed import AGENTS, agent_bin_dir, agent_command
 from tests.agents.offline import AgentTui, offline_env
+from tests.agents.ready import PROMPT_SHOWN
+from tests.agents.scenarios import ENTER, KEYS
 
 pytestmark = pytest.mark.anyio
 
-Screen = str | re.Pattern[str] | Callable[[str], bool]
-
-CTRL_C = "\x03"
-CTRL_D = "\x04"
-ENTER = "\r"
-
 COMMAND = "echo tool-ran > out.txt && cat out.txt"
 """Writes a file (so every agent with approvals asks) and prints what the model must see."""
-
-
-@dataclass(frozen=True)
-class Keys:
-    """How to drive one agent's TUI (see the module docstring for the details)."""
-
-    ready: Screen
-    approval: str | None
-    """Text of the approval prompt; None: the agent runs tools without asking."""
-    approve: str
-    approve_after: float
-    """Seconds to wait after the prompt shows before the keys count (Claude ignores them
-    for ~0.1-0.2 s after drawing its dialog)."""
-    quit: tuple[tuple[str, str | None], ...]
-    """Keystrokes to quit, each with the text to wait for before the next one."""
-    enter_after: float = 0.0
-    """Seconds between a typed prompt showing and its Enter (Gemini takes an Enter
-    within 30 ms of the previous key for a newline in a paste)."""
-
-
-KEYS: dict[str, Keys] = {
-    "claude-code": Keys(
-        ready=lambda s: "❯" in s and "manual mode on" in s,
-        approval="Do you want to proceed?",
-        approve=ENTER,
-        approve_after=0.6,
-        quit=((CTRL_C, "Press Ctrl-C again to exit"), (CTRL_C, None)),
-    ),
-    "codex": Keys(
-        ready=lambda s: "›" in s and "? for shortcuts" in s,
-        approval="Would you like to run the following command?",
-        approve="y",
-        approve_after=0.3,
-        quit=((CTRL_C, None),),
-    ),
-    "opencode": Keys(
-        ready="Ask anything",
-        approval="Permission required",
-        approve=ENTER,
-        approve_after=0.3,
-        quit=((CTRL_C, None),),
-    ),
-    "pi": Keys(
-        ready=lambda s: "pi v0.73.1" in s and "fake-model" in s,
-        approval=None,
-        approve="",
-        approve_after=0,
-        quit=((CTRL_D, None),),
-    ),
-    "gemini-cli": Keys(
-        ready=lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
-        approval="Allow execution of [Shell]?",
-        approve=ENTER,
-        approve_after=0.6,
-        quit=((CTRL_C, "again to exit"), (CTRL_C, None)),
-        enter_after=0.1,
-    ),
-    "qwen-code": Keys(
-        ready="Type your message",
-        approval="Allow execution",
-        approve=ENTER,
-        approve_after=0.6,
-        quit=((CTRL_C, "again to exit"), (CTRL_C, None)),
-    ),
-}
 
 
 @pytest.fixture(scope="session")
@@ -257,7 +186,7 @@ async def test_agent_tui_offline(agent: str, agents_installed: Path, tmp_path: P
     async with FakeModelServer() as server:
         env, extra = offline_env(agent, home, project, server.base_url)
         async with AgentTui(agent_command(agent) + extra, env=env, cwd=project) as tui:
-            await tui.wait_for(keys.ready, wait=30, what=f"{agent} ready")
+            await tui.wait_for(PROMPT_SHOWN[agent], wait=30, what=f"{agent} ready")
             started = time.monotonic() - tui.started_at
 
             # 1. A prompt reaches the model; the answer reaches the screen.

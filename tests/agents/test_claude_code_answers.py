@@ -13,92 +13,43 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 
-from ptyvisor.client import ServerError
-from tests.agents.fake_model import FakeModelServer, Reply, Request
-from tests.agents.under_ptyvisor import AgentRun, agent_session, row
+from tests.agents.fake_model import Reply, Request
+from tests.agents.scenarios import (
+    OPTIONS,
+    QUESTION,
+    allow_then_deny,
+    answer,
+    error_of,
+    held,
+    in_a_user_text,
+    queued_message_reaches_model,
+    started,
+)
+from tests.agents.under_ptyvisor import row
 
 pytestmark = pytest.mark.anyio
 
 AGENT = "claude-code"
-ALLOWED = "echo allowed-ran > allowed.txt && cat allowed.txt"
-DENIED = "echo denied-ran > denied.txt"
-DENIAL = "not this one E2E-DENY"
-QUESTION = "Which colour?"
-OPTIONS = ["Red", "Blue", "Green"]
 TOPPINGS = "Which toppings?"
-
-
-def ready(screen: str) -> bool:
-    return "\u276f" in screen and "manual mode on" in screen
-
-
-async def answer(run: AgentRun, ident: str, **fields: Any) -> None:
-    await run.client.request(
-        {"type": "answer", "session": run.session_id, "interaction": ident, **fields}
-    )
-
-
-async def error_of(run: AgentRun, ident: str, **fields: Any) -> ServerError:
-    with pytest.raises(ServerError) as caught:
-        await answer(run, ident, **fields)
-    return caught.value
-
-
-async def held(run: AgentRun, ident: str, *, wait: float = 20) -> None:
-    """Until the hook's request for ``ident`` is held on the control socket: an answer
-    that never fits (a suggestion without behavior) is ``gone`` before, ``bad_request``
-    from then on."""
-    with anyio.fail_after(wait):
-        while (await error_of(run, ident, suggestion=99)).code != "bad_request":  # noqa: ASYNC110 - polls the server
-            await anyio.sleep(0.1)
 
 
 @pytest.mark.timeout(90, func_only=True)
 async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
-    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
-        await run.wait_phase("waiting", wait=30)
-        await run.wait_screen(ready, wait=30)
-        model.script(
-            Reply.shell(AGENT, ALLOWED, description="Write the allowed file"),
-            Reply.shell(AGENT, DENIED, description="Write the denied file"),
+    async with started(AGENT, tmp_path) as run:
+        model = run.model
+        # (a) Allowed from the client: the command runs, its output reaches the model.
+        # (d) A second answer to the answered approval is gone.
+        # (b) Denied from the client with a message: nothing runs, the model is told.
+        mark = await allow_then_deny(
+            run,
+            AGENT,
             Reply.ask(AGENT, QUESTION, OPTIONS),
             Reply.ask(AGENT, TOPPINGS, ["Cheese", "Olives", "Basil"], multi_select=True),
             Reply.text("All done DONE-2"),
         )
-        mark = run.mark()
-        await run.submit("Answer me remotely")
-        first = await model.wait_for_request(lambda r: r.outcome == "scripted")
-
-        # (a) Allowed from the client: the command runs, its output reaches the model.
-        approval = await run.wait_interaction(since=mark)
-        assert approval.kind == "approval"
-        assert row(approval, "Command") == (ALLOWED, True)
-        await held(run, approval.id)
-        assert not (run.project / "allowed.txt").exists(), "ran before it was approved"
-        mark = run.mark()
-        await answer(run, approval.id, behavior="allow")
-        _, result = await model.answer_to(first)
-        assert "allowed-ran" in result.output and not result.is_error, result
-        assert (run.project / "allowed.txt").read_text().strip() == "allowed-ran"
-
-        # (d) A second answer to the answered approval is gone.
-        assert (await error_of(run, approval.id, behavior="deny")).code == "gone"
-
-        # (b) Denied from the client with a message: nothing runs, the model is told.
-        second = model.scripted[1]
-        denial = await run.wait_interaction(since=mark)
-        assert row(denial, "Command") == (DENIED, True)
-        await held(run, denial.id)
-        mark = run.mark()
-        await answer(run, denial.id, behavior="deny", message=DENIAL)
-        _, result = await model.answer_to(second)
-        assert DENIAL in result.output, result
-        assert not (run.project / "denied.txt").exists(), "ran although it was denied"
 
         # (c) A question answered from the client: the model gets the chosen option.
         third = model.scripted[2]
@@ -127,42 +78,11 @@ async def test_claude_code_answered_from_a_client(tmp_path: Path) -> None:
     assert model.pending == 0
 
 
-async def acts_on_a_queued_message(run: AgentRun, queued: str) -> Request:
-    """Queue ``queued`` while the agent works on a turn; returns the model request that
-    carries it (the agent's Stop hook blocked the stop with it as the reason), once
-    the agent has finished that too and nothing is queued any more."""
-    run.model.script(
-        replace(Reply.text("First part DONE-1"), delay=3.0),  # working meanwhile
-        Reply.text("Second part DONE-2"),
-    )
-    mark = run.mark()
-    await run.submit("Start working")
-    await run.wait_phase("working", since=mark)
-    await run.client.send_message(run.session_id, queued)
-    summary = next(s for s in await run.client.list() if s.id == run.session_id)
-    assert summary.queued_message == queued
-    later = await run.model.wait_for_request(
-        lambda r: r.outcome == "scripted" and r.mentions(queued), wait=30
-    )
-    await run.wait_screen("DONE-2", wait=20)
-    await run.wait_phase("waiting", since=mark + 1)
-    summary = next(s for s in await run.client.list() if s.id == run.session_id)
-    assert summary.queued_message is None
-    await run.assert_clean()
-    return later
-
-
 @pytest.mark.timeout(90, func_only=True)
 async def test_claude_code_acts_on_a_queued_message(tmp_path: Path) -> None:
     """A message queued while Claude works becomes its next instruction: the Stop hook
     blocks the stop with it, and the model sees it in the next request."""
-    queued = "Now say QUEUED-NEXT-7"
-    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
-        await run.wait_phase("waiting", wait=30)
-        await run.wait_screen(ready, wait=30)
-        later = await acts_on_a_queued_message(run, queued)
-        assert any(queued in text for text in later.user_texts()), later.summary()
-    assert model.pending == 0
+    await queued_message_reaches_model(AGENT, tmp_path, "Now say QUEUED-NEXT-7", in_a_user_text)
 
 
 def first_prompt_has(marker: str) -> Callable[[Request], bool]:
@@ -178,9 +98,8 @@ async def test_claude_code_subagent_approval_outlives_the_main_turn(tmp_path: Pa
     answered from the client; the subagent's own stop is what would end it."""
     main, sub = first_prompt_has("MAIN-THREAD"), first_prompt_has("SUB-THREAD")
     command = "echo sub-ran > sub.txt && cat sub.txt"
-    async with FakeModelServer() as model, agent_session(AGENT, tmp_path, model) as run:
-        await run.wait_phase("waiting", wait=30)
-        await run.wait_screen(ready, wait=30)
+    async with started(AGENT, tmp_path) as run:
+        model = run.model
         agent_call = {"description": "Sub task", "prompt": "Run the command SUB-THREAD"}
         model.script(
             replace(Reply.tool("Agent", agent_call), when=main),
