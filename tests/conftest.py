@@ -23,7 +23,9 @@ import pytest
 
 from ptyvisor.client import Client, Event, Output
 from ptyvisor.config import ServerConfig
+from ptyvisor.protocol import Snapshot
 from ptyvisor.server import run_server
+from ptyvisor.terminal import HeadlessTerminal
 
 TOKEN = "test-token-" + "x" * 20
 PTYVISOR_BIN = str(Path(sys.executable).parent / "ptyvisor")
@@ -175,6 +177,21 @@ async def poll(check: Callable[[], Awaitable[T | None]], *, wait: float = 10) ->
             if result:
                 return result
             await anyio.sleep(0.02)
+
+
+def redraw(snapshot: Snapshot) -> HeadlessTerminal:
+    """What a fresh client terminal shows after writing the snapshot."""
+    fresh = HeadlessTerminal(snapshot.size.cols, snapshot.size.rows)
+    fresh.feed(snapshot.screen.ansi.encode())
+    return fresh
+
+
+async def screen_showing(client: Client, session_id: str, text: str) -> Snapshot:
+    async def check() -> Snapshot | None:
+        snapshot = await client.snapshot(session_id)
+        return snapshot if text in "\n".join(redraw(snapshot).display) else None
+
+    return await poll(check, wait=15)
 
 
 async def output_until(

@@ -1,5 +1,7 @@
-"""Ready for an agent that cannot report it: its input prompt on the headless screen
-(`agents.READY_SCREEN`), else start-up quiet once something was drawn.
+"""What an agent's own screen says before its extension does: Ready for an agent that
+cannot report it, from its input prompt on the headless screen (`agents.READY_SCREEN`),
+else start-up quiet once something was drawn; a turn's start from its busy line
+(`agents.BUSY_SCREEN`, busy_line.py).
 
 Stand-in ``codex`` / ``opencode`` programs on the child's PATH: the launch is real (the
 agent's flags and environment), the agent is not. The real agents: tests/agents.
@@ -17,6 +19,8 @@ import pytest
 from ptyvisor.activity import Activity, ActivityPhase
 from ptyvisor.client import Client
 from ptyvisor.session import STARTUP_QUIET_SECONDS
+
+from .conftest import screen_showing
 
 pytestmark = pytest.mark.anyio
 
@@ -97,3 +101,86 @@ async def test_a_dialog_instead_of_the_prompt_is_ready_once_quiet(
     ready = await wait_phase(client, session.id, ActivityPhase.WAITING)
     assert ready.source == "terminal"
     await client.close(session.id)
+
+
+# A stand-in Codex that draws its composer, then does one step per line the client
+# sends: draws its busy line on row 10, erases it, or reports a phase as its hook
+# would (an authentic frame, through ptyvisor.emit).
+BUSY_CODEX = (
+    "from ptyvisor.emit import write_frame\n"
+    f'w("{CODEX_PROMPT}"); sys.stdout.flush()\n'
+    "for line in sys.stdin:\n"
+    "    step = line.strip()\n"
+    "    if step == 'busy':\n"
+    "        w('\\x1b[10;1H\\u2022 Working (0s \\u2022 esc to interrupt)\\x1b[K')\n"
+    "    elif step == 'idle':\n"
+    "        w('\\x1b[10;1H\\x1b[K')\n"
+    "    elif step:\n"
+    "        at = time.time_ns() // 1_000_000\n"
+    "        write_frame({'type': 'activity', 'phase': step, 'at': at, 'agent': 'codex'})\n"
+    "    w('\\x1b[20;1H' + step + ' done\\x1b[K'); sys.stdout.flush()\n"
+)
+
+
+async def step(client: Client, session_id: str, name: str) -> None:
+    """One step of the stand-in, seen through: its screen shows it was taken (every
+    screen the stand-in drew until then has been looked at)."""
+    await client.send_input(f"{name}\n")
+    await screen_showing(client, session_id, f"{name} done")
+
+
+async def busy_codex(client: Client, tmp_path: Path) -> str:
+    session = await client.spawn([], agent="codex", env=stand_in(tmp_path, "codex", BUSY_CODEX))
+    await client.attach(session.id, answers_queries=False)
+    await wait_phase(client, session.id, ActivityPhase.WAITING)
+    return session.id
+
+
+async def test_a_turn_shows_from_the_busy_line_and_the_hook_confirms_it(
+    client: Client, tmp_path: Path
+) -> None:
+    session_id = await busy_codex(client, tmp_path)
+    entered = time.time()
+    await step(client, session_id, "busy")
+    guessed = await wait_phase(client, session_id, ActivityPhase.WORKING)
+    assert guessed.source == "terminal" and guessed.since >= entered * 1000 - 5
+    await step(client, session_id, "working")  # the hook, later
+    confirmed = await activity(client, session_id)
+    assert (confirmed.phase, confirmed.source) == (ActivityPhase.WORKING, "extension")
+    assert confirmed.since == guessed.since  # one turn, not two
+    # The turn ends while its line is still drawn; erasing it starts nothing.
+    await step(client, session_id, "waiting")
+    await step(client, session_id, "idle")
+    ended = await activity(client, session_id)
+    assert (ended.phase, ended.source) == (ActivityPhase.WAITING, "extension")
+    # The next turn's line is a new edge.
+    await step(client, session_id, "busy")
+    assert (await wait_phase(client, session_id, ActivityPhase.WORKING)).source == "terminal"
+    await client.close(session_id)
+
+
+async def test_a_line_the_hook_never_confirms_ends_when_it_goes(
+    client: Client, tmp_path: Path
+) -> None:
+    session_id = await busy_codex(client, tmp_path)
+    await step(client, session_id, "busy")
+    await wait_phase(client, session_id, ActivityPhase.WORKING)
+    await step(client, session_id, "idle")
+    back = await activity(client, session_id)
+    assert (back.phase, back.source) == (ActivityPhase.WAITING, "terminal")
+    await client.close(session_id)
+
+
+async def test_the_line_of_a_turn_that_ended_starts_no_turn(client: Client, tmp_path: Path) -> None:
+    session_id = await busy_codex(client, tmp_path)
+    await step(client, session_id, "busy")
+    await wait_phase(client, session_id, ActivityPhase.WORKING)
+    await step(client, session_id, "working")
+    await step(client, session_id, "waiting")  # the Stop hook, the line still drawn
+    await step(client, session_id, "busy")  # and drawn again (its timer ticks)
+    ended = await activity(client, session_id)
+    assert (ended.phase, ended.source) == (ActivityPhase.WAITING, "extension")
+    await step(client, session_id, "idle")
+    await step(client, session_id, "busy")  # the next turn
+    assert (await wait_phase(client, session_id, ActivityPhase.WORKING)).source == "terminal"
+    await client.close(session_id)

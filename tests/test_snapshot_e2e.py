@@ -10,26 +10,10 @@ import pytest
 
 from ptyvisor.client import Client
 from ptyvisor.protocol import Snapshot
-from ptyvisor.terminal import HeadlessTerminal
 
-from .conftest import RunningServer, output_until, poll
+from .conftest import RunningServer, output_until, poll, redraw, screen_showing
 
 pytestmark = pytest.mark.anyio
-
-
-def redraw(snapshot: Snapshot) -> HeadlessTerminal:
-    """What a fresh client terminal shows after writing the snapshot."""
-    fresh = HeadlessTerminal(snapshot.size.cols, snapshot.size.rows)
-    fresh.feed(snapshot.screen.ansi.encode())
-    return fresh
-
-
-async def screen_showing(client: Client, session_id: str, text: str) -> Snapshot:
-    async def check() -> Snapshot | None:
-        snapshot = await client.snapshot(session_id)
-        return snapshot if text in "\n".join(redraw(snapshot).display) else None
-
-    return await poll(check, wait=15)
 
 
 async def test_less_snapshot_reproduces_screen(client: Client, tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ small state machine fed with decoded frame payloads, with the process's exit and
 with the signals any program's output carries (`terminal.TerminalSignal`:
 notifications, bells, progress, shell prompt marks); it never looks at screen text.
 Every activity says where it came from (``source``): ``extension`` (a frame),
-``terminal`` (inferred: those signals, a keystroke, quiet output) or ``process``
+``terminal`` (inferred: those signals, a keystroke, quiet output, the agent's
+prompt or busy line on screen) or ``process``
 (the start, the exit).
 
 Rules (each one pinned by a test):
@@ -323,6 +324,23 @@ class ActivityTracker:
             return False
         self._last_at = max(self._last_at, at)
         return self._set_phase(ActivityPhase.WAITING, at=at, reason=None, source="terminal")
+
+    def turn_on_screen(self, began: bool, at: int) -> bool:
+        """The agent's TUI drew its busy line while ``waiting`` (``began``: a turn has
+        begun, and its extension will report it late), or stopped drawing it before
+        the extension confirmed that turn: ``working``, or back to ``waiting``
+        (source ``terminal``; see busy_line.py)."""
+        current = self._activity
+        if self._final or self._pending is not None:
+            return False
+        if began and current.phase is ActivityPhase.WAITING:
+            phase = ActivityPhase.WORKING
+        elif not began and current.phase is ActivityPhase.WORKING and current.source == "terminal":
+            phase = ActivityPhase.WAITING
+        else:
+            return False
+        self._last_at = max(self._last_at, at)
+        return self._set_phase(phase, at=at, reason=None, source="terminal")
 
     def interrupted(self, at: int) -> bool:
         """The user pressed Esc / Ctrl-C during a turn: no agent reports that, so the

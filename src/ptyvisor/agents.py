@@ -69,7 +69,9 @@ CLAUDE_EVENTS = (
     "SessionEnd",
 )
 CODEX_EVENTS = (
-    "SessionStart",
+    # Not SessionStart: 0.171 fires it with the first prompt, after the turn has begun
+    # (on screen, see BUSY_SCREEN), so its Ready would be wrong, and Codex waits for
+    # each hook before it goes on.
     "UserPromptSubmit",
     "PreToolUse",
     "PermissionRequest",
@@ -128,6 +130,21 @@ keys typed in between are lost; Gemini CLI 0.61 fires it as its configuration is
 ready, with its input box not always live yet on a busy machine. Checked against
 Codex 0.171, OpenCode 1.18.33, Qwen Code 0.24.4 and Gemini CLI 0.61.0 (each reads
 keys from the first frame that shows it)."""
+
+
+BUSY_SCREEN: dict[str, str] = {
+    # The status line over the composer: "• Working (0s • esc to interrupt)"; its
+    # header changes ("Working", a reasoning summary), the hint does not.
+    "codex": r"\u2022 esc to interrupt\)",
+    # The spinner line: "⠋ Initiating thoughtful gaze... (0s · esc to cancel)". Its
+    # dialogs say ", esc to cancel" without the middle dot.
+    "qwen-code": r"\u00b7 esc to cancel\)",
+}
+"""An agent's busy line, drawn as a turn begins: a regex searched like
+`READY_SCREEN`, while the session is ``waiting``, for agents whose extension reports
+the turn late (see busy_line.py). Checked against Codex 0.171 (its first hook comes
+0.4-0.7 s after Enter, the line within 0.1 s) and Qwen Code 0.24.4 (0.3 s and 0.07 s).
+A translated TUI does not match, and its turn shows when the extension reports it."""
 
 
 @dataclass(frozen=True)

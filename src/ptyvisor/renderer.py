@@ -21,9 +21,10 @@ The terminal's signals (notifications, bells, progress, shell prompt marks: see
 on the event loop, never from the worker thread. Skipped bytes give none: the
 signals of a flood's skipped part are lost, which inferred activity can afford.
 
-While someone watches the screen (``on_screen``: an agent's start-up, until its input
-prompt shows), each batch also hands the visible rows to it, taken in the same worker
-thread call and passed on the event loop; it returns True when it has seen enough.
+While someone watches the screen (``watch_screen`` says so: an agent's start-up until
+its input prompt shows, its ``waiting`` for its busy line), each batch also hands the
+visible rows to ``on_screen``, taken in the same worker thread call and passed on the
+event loop.
 """
 
 from __future__ import annotations
@@ -66,11 +67,13 @@ class Renderer:
         on_reply: Callable[[bytes], None] | None = None,
         on_signals: Callable[[list[TerminalSignal]], None] | None = None,
         reader_busy: Callable[[], bool] = lambda: False,
-        on_screen: Callable[[list[str]], bool] | None = None,
+        on_screen: Callable[[list[str]], None] | None = None,
+        watch_screen: Callable[[], bool] = lambda: False,
     ) -> None:
         self._log = log
         self._on_signals = on_signals
         self._on_screen = on_screen
+        self._watch_screen = watch_screen
         self._terminal = HeadlessTerminal(cols, rows, scrollback=scrollback, on_reply=on_reply)
         # Skipped bytes must still be in the log when they are skipped (their mode
         # changes are kept), so both bounds shrink with a small log.
@@ -153,8 +156,9 @@ class Renderer:
             return
         data = self._log.read(self.rendered_seq, seq)
         display = None
+        look = self._on_screen is not None and self._watch_screen()
         try:
-            display = await anyio.to_thread.run_sync(self._feed, data, self._on_screen is not None)
+            display = await anyio.to_thread.run_sync(self._feed, data, look)
         except Exception:
             # A bug in the headless terminal costs this batch of the screen (its
             # modes are kept), not the session and its program.
@@ -171,11 +175,9 @@ class Renderer:
                 log.exception("applying terminal signals failed; dropped")
         if display is not None and self._on_screen is not None:
             try:
-                seen = self._on_screen(display)
-            except Exception:  # a start-up guess is not worth the session
+                self._on_screen(display)
+            except Exception:  # a guess from the screen is not worth the session
                 log.exception("watching the screen failed; not watching any more")
-                seen = True
-            if seen:
                 self._on_screen = None
 
     def _feed(self, data: bytes, look: bool) -> list[str] | None:

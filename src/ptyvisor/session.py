@@ -39,7 +39,8 @@ from ptyvisor.activity import (
     FramePayload,
     InteractionCleared,
 )
-from ptyvisor.agents import READY_SCREEN, REPORTS_STARTUP
+from ptyvisor.agents import BUSY_SCREEN, READY_SCREEN, REPORTS_STARTUP
+from ptyvisor.busy_line import BusyLine
 from ptyvisor.child import Child
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
@@ -287,6 +288,9 @@ class Session:
         pattern = READY_SCREEN.get(self.agent or "")
         self._ready_screen = re.compile(pattern) if pattern else None
         """The agent's input prompt on screen, watched for while ``starting``."""
+        busy = BUSY_SCREEN.get(self.agent or "")
+        self._busy_line = BusyLine(busy) if busy else None
+        """The agent's busy line, watched for while ``waiting`` (busy_line.py)."""
         self._drawn = False
         """The start-up has drawn some text: from then on quiet may mean Ready."""
         self.renderer = Renderer(
@@ -298,7 +302,8 @@ class Session:
             on_reply=self._answer_query,
             on_signals=self._terminal_signals,
             reader_busy=self._reader_busy,
-            on_screen=self._startup_screen if self._ready_screen else None,
+            on_screen=self._on_screen if self._ready_screen or self._busy_line else None,
+            watch_screen=self._watches_screen,
         )
         self._subscribers: list[Subscriber] = []
         self._viewers: set[Subscriber] = set()
@@ -566,25 +571,43 @@ class Session:
         if self.tracker.terminal_signals(signals, now_ms()):
             self._activity_changed()
 
-    def _startup_screen(self, display: list[str]) -> bool:
-        """The renderer's view of the screen during start-up (`READY_SCREEN`): Ready
-        the moment the agent's input prompt shows, or for an agent that reports Ready,
-        its report applied then (held until then, `_defers_ready`). Returns whether to
-        stop watching.
+    def _watches_screen(self) -> bool:
+        """Whether the renderer should hand over the screen (`_on_screen`) now."""
+        activity = self.tracker.activity
+        if activity.phase is ActivityPhase.STARTING:
+            return self._ready_screen is not None
+        return self._busy_line is not None and self._busy_line.watching(activity)
+
+    def _on_screen(self, display: list[str]) -> None:
+        """The renderer's view of the screen, while `_watches_screen`. The screen
+        that ends the start-up is the busy line's first one."""
+        if self.tracker.activity.phase is ActivityPhase.STARTING:
+            self._startup_screen(display)
+        if (
+            self._busy_line is not None
+            and self.tracker.activity.phase is not ActivityPhase.STARTING
+        ):
+            began = self._busy_line.look("\n".join(display), self.tracker.activity)
+            if began is not None and self.tracker.turn_on_screen(began, now_ms()):
+                self._activity_changed()
+
+    def _startup_screen(self, display: list[str]) -> None:
+        """The screen during start-up (`READY_SCREEN`): Ready the moment the agent's
+        input prompt shows, or for an agent that reports Ready, its report applied
+        then (held until then, `_defers_ready`).
 
         A drawn prompt is the best evidence of taking keys these agents give: each
         reads keys from that first frame on. The residual risk is an agent version
         that draws its prompt before it reads keys (then a prompt typed that instant
         could be lost) or draws it differently (then Ready falls back to the quiet
         rule, `_ready_when_quiet`)."""
-        if self._ready_screen is None or self.tracker.activity.phase is not ActivityPhase.STARTING:
-            return True
+        if self._ready_screen is None:
+            return
         self._drawn = self._drawn or any(line.strip() for line in display)
         if self._ready_screen.search("\n".join(display)) is None:
-            return False
+            return
         self._prompt_seen = True
         self._become_ready()  # for a reporting agent whose report has not come: as it comes
-        return True
 
     def _become_ready(self) -> None:
         """The start-up is over: the extension's held Ready applied, or for an agent

@@ -54,8 +54,6 @@ def request_id(event: Mapping[str, Any]) -> str:
 def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
     name = event.get("hook_event_name")
     match name:
-        case "SessionStart":
-            return [activity("waiting", at, event)]
         case "UserPromptSubmit":
             start_watcher(event)
             return [cleared(at, None, "prompt"), activity("working", at, event)]
@@ -74,7 +72,9 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
         case "SessionEnd":
             return [activity("stopped", at, event, reason=str(event.get("reason") or ""))]
         case _:
-            return []  # SubagentStart/Stop, compaction: not the main turn's boundaries
+            # SessionStart (not hooked, see agents.CODEX_EVENTS), SubagentStart/Stop,
+            # compaction: not the main turn's boundaries.
+            return []
 
 
 def interaction_frame(event: Mapping[str, Any], at: int) -> Payload:
