@@ -105,7 +105,7 @@ async def test_a_dialog_instead_of_the_prompt_is_ready_once_quiet(
 
 # A stand-in Codex that draws its composer, then does one step per line the client
 # sends: draws its busy line on row 10, erases it, or reports a phase as its hook
-# would (an authentic frame, through ptyvisor.emit).
+# would (an authentic frame, through ptyvisor.emit; ``prompt``: UserPromptSubmit's).
 BUSY_CODEX = (
     "from ptyvisor.emit import write_frame\n"
     f'w("{CODEX_PROMPT}"); sys.stdout.flush()\n'
@@ -115,6 +115,10 @@ BUSY_CODEX = (
     "        w('\\x1b[10;1H\\u2022 Working (0s \\u2022 esc to interrupt)\\x1b[K')\n"
     "    elif step == 'idle':\n"
     "        w('\\x1b[10;1H\\x1b[K')\n"
+    "    elif step == 'prompt':\n"
+    "        at = time.time_ns() // 1_000_000\n"
+    "        write_frame({'type': 'interaction_cleared', 'at': at, 'reason': 'prompt'})\n"
+    "        write_frame({'type': 'activity', 'phase': 'working', 'at': at, 'agent': 'codex'})\n"
     "    elif step:\n"
     "        at = time.time_ns() // 1_000_000\n"
     "        write_frame({'type': 'activity', 'phase': step, 'at': at, 'agent': 'codex'})\n"
@@ -183,4 +187,26 @@ async def test_the_line_of_a_turn_that_ended_starts_no_turn(client: Client, tmp_
     await step(client, session_id, "idle")
     await step(client, session_id, "busy")  # the next turn
     assert (await wait_phase(client, session_id, ActivityPhase.WORKING)).source == "terminal"
+    await client.close(session_id)
+
+
+async def test_a_message_queued_before_the_hook_reports_the_turn_is_kept(
+    client: Client, tmp_path: Path
+) -> None:
+    """Working shows from the busy line, a client queues a message for the turn's end,
+    then the hook reports the turn's prompt: that prompt is this turn's, not a new one
+    that would make the message stale."""
+    session_id = await busy_codex(client, tmp_path)
+    await step(client, session_id, "busy")
+    await wait_phase(client, session_id, ActivityPhase.WORKING)
+    await client.send_message(session_id, "and then run the tests")
+    await step(client, session_id, "prompt")
+    [summary] = [s for s in await client.list() if s.id == session_id]
+    assert summary.activity.source == "extension"
+    assert summary.queued_message == "and then run the tests"
+    # A prompt of a later turn does make it stale.
+    await step(client, session_id, "waiting")
+    await step(client, session_id, "prompt")
+    [summary] = [s for s in await client.list() if s.id == session_id]
+    assert summary.activity.phase is ActivityPhase.WORKING and summary.queued_message is None
     await client.close(session_id)

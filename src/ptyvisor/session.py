@@ -324,6 +324,7 @@ class Session:
         self.frames_rejected: dict[str, int] = {}
         self.queued_message: str | None = None
         """One message for the agent's next Stop hook (see `queue_message`)."""
+        self._queued_at = 0
         self._startup_report: ActivityReport | None = None
         """The extension's start-up Ready, held until the prompt shows (`_defers_ready`)."""
         self._startup_reported = anyio.Event()
@@ -547,7 +548,8 @@ class Session:
                 self._activity_changed()
             match payload:
                 case InteractionCleared(id=None, reason=reason) if reason != TOOL_RESULTS:
-                    self.drop_message()  # a prompt was submitted: a new turn
+                    if not self._queued_in_this_turn():
+                        self.drop_message()  # a prompt was submitted: a new turn
                 case ActivityReport(phase="stopped"):
                     self.drop_message()
         # Held requests are withdrawn by stale frames too: a late PostToolUse still
@@ -742,9 +744,21 @@ class Session:
         if self.exited.is_set() or self.tracker.activity.phase is not ActivityPhase.WORKING:
             return False
         self.queued_message = text
+        self._queued_at = now_ms()
         self._message_generation += 1
         self._on_change()
         return True
+
+    def _queued_in_this_turn(self) -> bool:
+        """Whether the message was queued during a turn shown from the agent's busy
+        line (busy_line.py) that its hook has not reported yet: the hook's prompt,
+        when it comes, is that turn's, not a new one, and the message stays."""
+        activity = self.tracker.activity
+        return (
+            self.queued_message is not None
+            and BusyLine.guessed(activity)
+            and activity.since <= self._queued_at
+        )
 
     def drop_message(self) -> None:
         """Deleted, a new prompt, or the session's end: a message taken meanwhile is
