@@ -5,6 +5,7 @@ the character REP repeats, on random streams and on real programs' output."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,17 @@ def test_fast_paths_give_the_screen_of_the_per_character_path(
         assert state(whole) == state(slow), name
         assert list(whole.scrollback) == list(slow.scrollback), name
     assert fast[-1][1].fast_forwarded > 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.binary(max_size=64)
+    | st.lists(
+        st.sampled_from([b"\x1b", b"\xc2", b"\x85", b"[", b"1", b";", b"m", b"\x07", b"a", b"\n"])
+    ).map(b"".join)
+)
+def test_the_fast_not_plain_pattern_is_the_spelled_out_one(data: bytes) -> None:
+    def spans(pattern: re.Pattern[bytes]) -> list[tuple[int, int]]:
+        return [m.span() for m in pattern.finditer(data)]
+
+    assert spans(fast_forward._NOT_PLAIN) == spans(fast_forward._NOT_PLAIN_SPELLED_OUT)
