@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ptyvisor.frames import FRAME_PREFIX, MAX_FRAME_BYTES
-from ptyvisor.scanner import FrameScanner, ScanResult
+from ptyvisor.scanner import FrameScanner, ScanResult, find_prefix
 
 BEL = 0x07
 ESC = 0x1B
@@ -405,3 +405,16 @@ def test_frames_inserted_anywhere_are_removed_exactly(
     assert got.output == noise
     assert got.frames == expected_frames
     assert got.dropped == 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"]", b"\x1b", b"\x1b]", FRAME_PREFIX, b"7733;", b"a", b"[1m"])).map(
+        b"".join
+    ),
+    st.integers(min_value=0, max_value=40),
+)
+def test_find_prefix_is_bytes_find(data: bytes, pos: int) -> None:
+    # Many brackets that start no frame (past the tries), frames anywhere, any start.
+    data = b"x]" * 20 + data if pos % 3 == 0 else data
+    assert find_prefix(data, pos) == data.find(FRAME_PREFIX, pos)

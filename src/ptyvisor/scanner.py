@@ -50,6 +50,26 @@ __all__ = ["FrameScanner", "ScanResult"]
 
 _PREFIX_LEN = len(FRAME_PREFIX)
 _BACKSLASH = 0x5C
+_BRACKET_TRIES = 16
+
+
+def find_prefix(data: bytes, pos: int = 0) -> int:
+    """``data.find(FRAME_PREFIX, pos)``, faster on what programs print.
+
+    ``bytes.find`` steps through coloured text about a byte at a time for this
+    needle (its skip test lets ``[``, digits and ``s`` through): 40 us per 64 KiB of
+    log lines, a seventh of the whole output path. The ``]`` after the ESC is rare in
+    terminal output, and a one-byte search runs at memchr speed (1.5 us). After a
+    few ``]`` that start no frame (text full of brackets), the plain search takes
+    over, so no input costs much more than it did."""
+    hit = data.find(b"]", pos + 1)
+    for _ in range(_BRACKET_TRIES):
+        if hit < 0:
+            return -1
+        if data.startswith(FRAME_PREFIX, hit - 1):
+            return hit - 1
+        hit = data.find(b"]", hit + 1)
+    return data.find(FRAME_PREFIX, hit - 1) if hit >= 0 else -1
 
 
 @dataclass(slots=True)
@@ -102,7 +122,7 @@ class FrameScanner:
         """Consume one read; return passthrough output and completed frames."""
         if type(data) is not bytes:  # copied once so slices and the result are bytes
             data = bytes(data)
-        if not self._in_frame and not self._partial and data.find(FRAME_PREFIX) < 0:
+        if not self._in_frame and not self._partial and find_prefix(data) < 0:
             # Fast path: nothing held and no frame start in this chunk; only a
             # trailing partial prefix (its ESC is the chunk's last) would need work.
             tail = data.rfind(b"\x1b", -(_PREFIX_LEN - 1))
@@ -162,7 +182,7 @@ class FrameScanner:
                         pos += len(need)
                         continue
 
-                start = data.find(FRAME_PREFIX, pos)
+                start = find_prefix(data, pos)
                 if start < 0:
                     # Hold a trailing proper prefix.  FRAME_PREFIX contains a
                     # single ESC (its first byte), so only the last ESC of the
