@@ -322,11 +322,12 @@ _DATA = operator.itemgetter(0)
 _STYLE_AND_LINK = operator.itemgetter(slice(1, None))
 
 
-def _ascii_runs(w: _Writer, line: Line, cols: int) -> bool:
-    """`_Writer.line` for a line of one-cell ASCII characters (most scrollback: logs,
-    compiler output), drawn a run of one style at a time instead of cell by cell.
-    Blanks inside are written as spaces, which on an erased row is the same as
-    moving over them. False, drawing nothing, for any other line."""
+def _ascii_runs(w: _Writer, line: Line, cols: int, row: int | None = None) -> bool:
+    """`_Writer.line` for a line of one-cell ASCII characters (most lines: logs,
+    compiler output, a shell), drawn a run of one style at a time instead of cell by
+    cell, at ``row`` from its first non-blank cell if given. Blanks inside are
+    written as spaces, which on an erased row is the same as moving over them.
+    False, drawing nothing, for any other line."""
     end = min(cols, max(line, default=-1) + 1)
     cells = list(map(line.__getitem__, range(end)))
     text = "".join(map(_DATA, cells))
@@ -335,12 +336,22 @@ def _ascii_runs(w: _Writer, line: Line, cols: int) -> bool:
     while end and cells[end - 1] == BLANK:
         end -= 1
     x = 0
-    for _, run in itertools.groupby(cells[:end], _STYLE_AND_LINK):
+    if row is not None:
+        while x < end and cells[x] == BLANK:
+            x += 1
+        w.goto(row, x)
+    for _, run in itertools.groupby(cells[x:end], _STYLE_AND_LINK):
         same = list(run)
         w.pen(same[0])
         w.out.append(text[x : x + len(same)])
         x += len(same)
     return True
+
+
+def _screen_line(w: _Writer, line: Line, cols: int, row: int) -> None:
+    """One row of the screen, on an erased row; blank rows are not drawn."""
+    if any(cell != BLANK for cell in line.values()) and not _ascii_runs(w, line, cols, row):
+        w.line(line, cols, row)
 
 
 def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
@@ -396,8 +407,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append("\n" * min(count, rows))
 
     for y in range(rows):
-        if any(cell != BLANK for cell in state.main[y].values()):
-            w.line(state.main[y], cols, y)
+        _screen_line(w, state.main[y], cols, y)
 
     if state.title:
         out.append(f"{ESC}]2;{state.title}{ST}")
@@ -411,8 +421,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         w.reset_pen()  # the erase below must not paint a background
         out.append(CSI + "H" + CSI + "2J")
         for y in range(rows):
-            if any(cell != BLANK for cell in state.alt[y].values()):
-                w.line(state.alt[y], cols, y)
+            _screen_line(w, state.alt[y], cols, y)
         _saved_cursor(w, state.saved_alt)
         lines = state.alt
     else:
