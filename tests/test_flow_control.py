@@ -3,17 +3,21 @@ client that stops reading is dropped back to a snapshot without slowing others."
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import anyio
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from websockets.asyncio.client import connect
 
 from ptyvisor.client import Client, Output
 from ptyvisor.config import ServerConfig
 from ptyvisor.protocol import SERVER_MESSAGE, Attached, SnapshotMessage
+from ptyvisor.terminal import HeadlessTerminal
 
 from .conftest import TOKEN, RunningServer, output_until
+from .test_webpage import get
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +61,9 @@ async def test_slow_client_does_not_stall_fast_one(server: RunningServer, client
     flood = "head -c 12000000 /dev/zero | tr '\\0' 'a' | fold -w 100; echo; echo FLOOD-END; read x"
     session = await client.spawn(["sh", "-c", "read go; " + flood])
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with connect(server.url, additional_headers=headers, max_size=None) as slow:
+    # max_queue=1: the slow client's library queues one message, not 16 (4 MiB more
+    # that the flood would have to fill before the server's outbox overflows).
+    async with connect(server.url, additional_headers=headers, max_size=None, max_queue=1) as slow:
         await slow.recv()  # hello
         await slow.send(f'{{"type": "attach", "session": "{session.id}", "since": 0}}')
         fast = await client.attach(session.id, since=0)
@@ -104,4 +110,57 @@ async def test_slow_client_does_not_stall_fast_one(server: RunningServer, client
                 elif isinstance(parsed, Attached):
                     assert parsed.replay == "exact"
         assert resynced, "a client that fell behind must be resynced with a snapshot"
+    await client.close(session.id)
+
+
+async def test_clients_that_lag_together_share_snapshots_and_stay_exact(
+    server: RunningServer, server_config: ServerConfig, client: Client
+) -> None:
+    """Slow clients that overflow at the same moment are resynced from one snapshot
+    (then the bytes after it): each still ends on the program's exact screen."""
+    server_config.client_buffer = 256 * 1024  # read as each client connects
+    # ~10 MB: more than the socket buffers hold before each client's outbox overflows.
+    lines = "seq 1 300000 | sed 's/^/line of the flood, number /'; echo FLOOD-END; read x"
+    session = await client.spawn(["sh", "-c", "read go; " + lines], cols=60, rows=12)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with contextlib.AsyncExitStack() as stack:
+        slow = [
+            await stack.enter_async_context(
+                connect(server.url, additional_headers=headers, max_size=None, max_queue=1)
+            )
+            for _ in range(4)
+        ]
+        for ws in slow:
+            await ws.recv()  # hello
+            await ws.send(f'{{"type": "attach", "session": "{session.id}", "since": 0}}')
+        await client.attach(session.id)
+        await client.send_input(b"\r")
+        await output_until(client, b"FLOOD-END", wait=100)
+        final = await client.snapshot(session.id, scrollback=False)
+        expected = HeadlessTerminal(60, 12)
+        expected.feed(final.screen.ansi.encode())
+        for ws in slow:
+            screen = HeadlessTerminal(60, 12)  # attached before the flood: from seq 0
+            with anyio.fail_after(60):
+                while "FLOOD-END" not in "\n".join(screen.display):
+                    message = await ws.recv()
+                    if isinstance(message, bytes):
+                        screen.feed(message)
+                        continue
+                    parsed = SERVER_MESSAGE.validate_json(message)
+                    if isinstance(parsed, SnapshotMessage):
+                        screen = HeadlessTerminal(60, 12)
+                        screen.feed(parsed.snapshot.screen.ansi.encode())
+            assert screen.display == expected.display
+    metrics = await get(server, "/metrics", **headers)
+    samples = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(metrics.body.decode())
+        for sample in family.samples
+    }
+    resyncs, rendered = (
+        samples["ptyvisor_resyncs_total"],
+        samples["ptyvisor_resync_snapshots_total"],
+    )
+    assert resyncs >= 4 and 1 <= rendered < resyncs, (resyncs, rendered)
     await client.close(session.id)

@@ -90,7 +90,7 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
     by_state: Counter[str] = Counter()
     by_phase: Counter[str] = Counter()
     rejected: Counter[str] = Counter()
-    output = applied = resyncs = pending = 0
+    output = applied = resyncs = resync_snapshots = pending = 0
     oldest_wait = 0.0
     now = time.time()
     for session in sessions:
@@ -100,6 +100,7 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
         output += session.log.end_seq
         applied += session.frames_applied
         resyncs += session.resyncs
+        resync_snapshots += session.renderer.shared_made
         rejected.update(session.frames_rejected)
         if summary.pending_interaction is not None:
             pending += 1
@@ -133,6 +134,11 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
         {reason: float(count) for reason, count in rejected.items()},
     )  # fmt: skip
     metric("resyncs_total", "counter", "Lagging clients redrawn from a snapshot.", resyncs)
+    metric(
+        "resync_snapshots_total", "counter",
+        "Snapshots rendered for lagging clients (fewer than resyncs: they share them).",
+        resync_snapshots,
+    )  # fmt: skip
     metric("pending_interactions", "gauge", "Sessions waiting on an approval or a question.",
            pending)  # fmt: skip
     metric(

@@ -70,6 +70,11 @@ class Outbox:
         return self._size
 
     @property
+    def limit(self) -> int:
+        """Queued output past this many bytes makes the client lag."""
+        return self._limit
+
+    @property
     def overflowed(self) -> bool:
         return self.overflow.is_set()
 

@@ -81,6 +81,10 @@ class Renderer:
         self._lag_limit = max(min(lag_limit, log.capacity - 2 * self._skip_step), 1)
         self._reader_busy = reader_busy
         self._lock = anyio.Lock()
+        self._last_shared: tuple[TerminalSnapshot, int] | None = None
+        """The last `shared_snapshot`, until the screen's size or basis changes."""
+        self.shared_made = 0
+        """Snapshots `shared_snapshot` rendered (the rest it handed out again)."""
         self._wake = anyio.Event()
         self.rendered_seq = log.start_seq
         self.skipped = 0
@@ -195,11 +199,28 @@ class Renderer:
         first), less the bytes of a UTF-8 character it has only the start of.
         """
         async with self._lock:
-            await self._catch_up(max(at_least, self.rendered_seq))
-            snap = await anyio.to_thread.run_sync(
-                functools.partial(self._terminal.snapshot, include_scrollback=scrollback)
-            )
-            return snap, max(self.rendered_seq - self._terminal.undecoded, self._log.start_seq)
+            return await self._snapshot(at_least, scrollback)
+
+    async def _snapshot(self, at_least: int, scrollback: bool) -> tuple[TerminalSnapshot, int]:
+        await self._catch_up(max(at_least, self.rendered_seq))
+        snap = await anyio.to_thread.run_sync(
+            functools.partial(self._terminal.snapshot, include_scrollback=scrollback)
+        )
+        return snap, max(self.rendered_seq - self._terminal.undecoded, self._log.start_seq)
+
+    async def shared_snapshot(self, at_least: int, reuse: int) -> tuple[TerminalSnapshot, int]:
+        """`snapshot` (with scrollback) for a client that fell behind: the last one
+        made here again if it shows the screen no more than ``reuse`` bytes before
+        ``at_least`` (the caller replays those bytes after it). Fifty clients that fall
+        behind one flood at about the same time cost one snapshot, not fifty: each
+        was a third of the server's time with 50 clients on a flood."""
+        async with self._lock:  # callers that lag meanwhile wait here, then share it
+            last = self._last_shared
+            if last is not None and self._log.holds(last[1]) and at_least - last[1] <= reuse:
+                return last
+            self._last_shared = await self._snapshot(at_least, True)
+            self.shared_made += 1
+            return self._last_shared
 
     async def inspect(self, look: Callable[[HeadlessTerminal], T]) -> T:
         """Bring the terminal up to the log's end, then ``look`` at it in a worker
@@ -220,6 +241,7 @@ class Renderer:
         longer holds ``seq`` (then the log's bytes are rendered as usual)."""
         if not self._log.holds(seq):
             return
+        self._last_shared = None
         self._terminal.feed(ansi.encode())
         self._terminal.take_signals()  # the screen as it was, not new output
         self.rendered_seq = seq
@@ -230,3 +252,4 @@ class Renderer:
         async with self._lock:
             await self._feed_until(self._log.end_seq)
             self._terminal.resize(cols, rows)
+            self._last_shared = None

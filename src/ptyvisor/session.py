@@ -77,7 +77,7 @@ from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 from ptyvisor.sizing import SizePolicy
 from ptyvisor.spawn import DEFAULT_TERM
-from ptyvisor.terminal import HeadlessTerminal, TerminalSignal
+from ptyvisor.terminal import HeadlessTerminal, TerminalSignal, TerminalSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -983,11 +983,14 @@ class Session:
         self.resyncs += 1
         subscriber.outbox.discard_output()
         subscriber.outbox.resynced()
+        summary = self.summary()  # first, as in `snapshot`
         target = self.log.end_seq
         subscriber.outbox.hold()
-        snapshot = await self.snapshot(at_least=target)
-        message = SnapshotMessage(reason="lagging", snapshot=snapshot)
-        self._release(subscriber, message.model_dump_json(), snapshot.seq, target)
+        # Shared with clients that lag at about the same point; the bytes since that
+        # screen are replayed after it (`_release`), a quarter of the buffer at most.
+        terminal, seq = await self.renderer.shared_snapshot(target, subscriber.outbox.limit // 4)
+        message = SnapshotMessage(reason="lagging", snapshot=self._snapshot(summary, terminal, seq))
+        self._release(subscriber, message.model_dump_json(), seq, target)
 
     def _release(self, subscriber: Subscriber, message: str, seq: int, held_from: int) -> None:
         """Send a snapshot ``message`` showing the screen up to ``seq``, then the stream
@@ -1029,6 +1032,10 @@ class Session:
         target = self.log.end_seq if at_least is None else at_least
         summary = self.summary()
         terminal, seq = await self.renderer.snapshot(target, scrollback=scrollback)
+        return self._snapshot(summary, terminal, seq)
+
+    @staticmethod
+    def _snapshot(summary: SessionSummary, terminal: TerminalSnapshot, seq: int) -> Snapshot:
         return Snapshot(
             session=summary,
             seq=seq,
