@@ -206,6 +206,45 @@ def test_write_frame_in_process(pty_pair: Pty) -> None:
     }
 
 
+def test_a_reused_pts_path_is_not_the_sessions_any_more(pty_pair: Pty) -> None:
+    """A hook that outlives its session (Codex runs hooks outside the program's
+    process session) must not write into the next PTY given the same /dev/pts/N."""
+    env = session_env(pty_pair.path)
+    payload = {"type": "activity", "phase": "stopped", "at": 1}
+    now = os.stat(pty_pair.path).st_ctime_ns
+    env["PTYVISOR_TTY_ID"] = str(now - 1)  # the PTY that had this path before
+    assert not write_frame(payload, env)
+    assert pty_pair.read_available() == b""
+    env["PTYVISOR_TTY_ID"] = str(now)
+    assert write_frame(payload, env)
+    assert decode_single(pty_pair.read_available()) == payload
+
+
+def test_the_kernel_gives_a_reused_pts_path_a_new_change_time(tmp_path: Path) -> None:
+    """What PTYVISOR_TTY_ID relies on: devpts makes a new inode for every PTY, stamped
+    with the (coarse, a few ms) clock, so a PTY that lived past one tick and the one
+    given its path next differ."""
+    probe = tmp_path / "clock"
+    for _ in range(20):
+        master, slave = os.openpty()
+        path, before = os.ttyname(slave), os.fstat(slave).st_ctime_ns
+        while True:  # the session lives on past the inode clock's tick
+            probe.touch()
+            if os.stat(probe).st_ctime_ns > before:
+                break
+        os.close(slave)
+        os.close(master)
+        master, slave = os.openpty()
+        try:
+            if os.ttyname(slave) == path:
+                assert os.fstat(slave).st_ctime_ns != before
+                return
+        finally:
+            os.close(slave)
+            os.close(master)
+    pytest.fail("the kernel never reused a /dev/pts path")
+
+
 def test_write_frame_refuses_unframeable_payload(pty_pair: Pty) -> None:
     env = session_env(pty_pair.path)
     assert not write_frame({"reason": "x" * 70_000}, env)

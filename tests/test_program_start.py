@@ -53,7 +53,7 @@ async def test_the_environment_is_the_documented_one(
         "KEEP_ME": "yes",
     }.items():
         monkeypatch.setenv(name, value)
-    show = "env | sort; echo done"
+    show = "env | sort; echo ID-NOW=$(stat -c %Z $PTYVISOR_TTY); echo done"
     session = await client.spawn(["sh", "-c", show])
     await client.attach(session.id, since=0)
     output = (await output_until(client, b"done")).decode().replace("\r\n", "\n")
@@ -66,6 +66,8 @@ async def test_the_environment_is_the_documented_one(
     assert env["KEEP_ME"] == "yes"
     assert env["PTYVISOR_SESSION"] == session.id
     assert env["PTYVISOR_TTY"].startswith("/dev/pts/")
+    # Which PTY that path names: its inode's change time (stat -c %Z: in seconds).
+    assert int(env["PTYVISOR_TTY_ID"]) // 10**9 == int(env["ID-NOW"])
     # A spawn's env may still set both.
     await client.detach()
     session = await client.spawn(

@@ -9,6 +9,14 @@ The frame is written with a single ``write`` to the session's PTY slave
 (``$PTYVISOR_TTY``, else the controlling terminal ``/dev/tty``) so that it
 arrives in one piece between the TUI's own writes; ptyvisor strips it from
 the output stream and authenticates it with ``$PTYVISOR_NONCE``.
+
+``$PTYVISOR_TTY`` is written only while it is still the session's PTY
+(``$PTYVISOR_TTY_ID``, its inode's change time): a hook outside the program's
+process session (Codex starts each in one of its own) is not stopped with the
+session, and may run on after it, when the kernel has given the same
+``/dev/pts/N`` to the next session. The residual risk: a program that changes
+the terminal's mode or owner (``mesg n`` on it) changes that time too, and hooks
+outside its process session lose the path (one inside it still has ``/dev/tty``).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ MAX_REASON_CHARS = 4000
 ENV_SESSION = "PTYVISOR_SESSION"
 ENV_NONCE = "PTYVISOR_NONCE"
 ENV_TTY = "PTYVISOR_TTY"
+ENV_TTY_ID = "PTYVISOR_TTY_ID"
 _FALLBACK_TTY = "/dev/tty"
 
 _USAGE = (
@@ -70,6 +79,18 @@ def _open_tty(path: str) -> int | None:
     return fd
 
 
+def _still_the_sessions(fd: int, path: str, env: Mapping[str, str]) -> bool:
+    """Whether ``fd``, opened at ``path``, is the session's PTY (see the module's
+    docstring); only ``$PTYVISOR_TTY`` is checked, and only if its id is known."""
+    expected = env.get(ENV_TTY_ID)
+    if path != env.get(ENV_TTY) or not expected:
+        return True
+    try:
+        return str(os.fstat(fd).st_ctime_ns) == expected
+    except OSError:
+        return False
+
+
 def write_frame(
     payload: Mapping[str, object],
     env: Mapping[str, str] = os.environ,
@@ -102,6 +123,8 @@ def write_frame(
         if fd is None:
             continue
         try:
+            if not _still_the_sessions(fd, path, env):
+                continue  # another session's by now: perhaps /dev/tty is ours
             if only_if is not None and not only_if():
                 return False
             view = memoryview(frame)

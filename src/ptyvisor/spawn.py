@@ -177,7 +177,8 @@ def start(
     argv: Sequence[str], *, cwd: str, env: Mapping[str, str], cols: int, rows: int
 ) -> Started:
     """Start ``argv`` under a new PTY; raises SpawnError with a reason and leaves
-    nothing behind. ``env`` gets ``PTYVISOR_TTY``, the slave's path, added here."""
+    nothing behind. ``env`` gets ``PTYVISOR_TTY``, the slave's path, and
+    ``PTYVISOR_TTY_ID``, which PTY that path names now, added here (see `emit`)."""
     prepared = _prepare(argv, env, cwd)
     try:
         master, slave = os.openpty()
@@ -187,6 +188,9 @@ def start(
         tty = os.ttyname(slave)
         set_size(slave, cols, rows)
         prepared.env[b"PTYVISOR_TTY"] = os.fsencode(tty)
+        # devpts makes a new inode for every PTY: its change time, to the nanosecond,
+        # tells this PTY from the next one given the same /dev/pts/N.
+        prepared.env[b"PTYVISOR_TTY_ID"] = str(os.fstat(slave).st_ctime_ns).encode()
         pid = _fork_exec(prepared, slave)
     except BaseException:
         os.close(master)
