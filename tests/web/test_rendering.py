@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, FloatRect, Page
+from playwright.sync_api import Browser, FloatRect, Page, Route
 
 from .conftest import SCREENSHOTS, Server, login, spawn_from_form, tab_in_context, wait_for_terminal
 
@@ -73,31 +73,20 @@ def test_underscores_are_drawn_at_every_density(
     assert max(lone) > 0, f"snake_case's underscore is missing at {scale}x"
 
 
-def test_agent_glyphs_are_drawn_not_boxes(server: Server, chromium: Browser) -> None:
-    """⎿ ⏵ (Claude Code), ⏺ ⏸ ⎯ ⧉ ☰ and braille spinners: no installed monospace
-    font has them, so the page ships a fallback; each must draw like itself, not
-    like a character no font has (U+0378, unassigned: an empty box)."""
-    tab = _tab(chromium, 1)
-    login(tab, server)
-    glyphs = "⎿⏵⏺⏸⎯⧉☰⠋"
-    line = "g " + " ".join(glyphs) + " \u0378 end"
-    spawn_from_form(tab, f"sh -c \"printf '%s\\n' '{line}'; exec sleep 600\"", name="glyphs")
-    wait_for_terminal(tab, "end$")
-    tab.wait_for_function(
-        """() => [...document.fonts].filter(
-            (f) => f.family.replaceAll('"', "") === "ptyvisor symbols" && f.status === "loaded"
-        ).length >= 4"""
-    )
-    tab.wait_for_function("document.fonts.status === 'loaded'")
-    screenshot_path = SCREENSHOTS / "glyphs-1x.png"
-    tab.screenshot(path=str(screenshot_path))
-    box = _cells_image(tab, "end", line.index("\u0378"), 1)
+GLYPHS = "⎿⏵⏺⏸⎯⧉☰⠋"
+GLYPH_LINE = "g " + " ".join(GLYPHS) + " \u0378 end"
+
+
+def _misdrawn(tab: Page) -> list[str]:
+    """The glyphs of GLYPH_LINE that draw nothing in their cell, or an empty box
+    (U+0378, unassigned, is the box a missing glyph draws); waits up to 15 s for the
+    row to be repainted right (it is once a face loads)."""
+    box = _cells_image(tab, "end", GLYPH_LINE.index("\u0378"), 1)
 
     def wrong() -> list[str]:
-        """Glyphs drawing nothing, or an empty box (the row repaints once a face loads)."""
         failing = []
-        for glyph in glyphs:
-            image = _cells_image(tab, "end", line.index(glyph), 1)
+        for glyph in GLYPHS:
+            image = _cells_image(tab, "end", GLYPH_LINE.index(glyph), 1)
             if max(_ink(image)) == 0 or image.tobytes() == box.tobytes():
                 failing.append(glyph)
         return failing
@@ -105,4 +94,56 @@ def test_agent_glyphs_are_drawn_not_boxes(server: Server, chromium: Browser) -> 
     deadline = time.monotonic() + 15
     while (failing := wrong()) and time.monotonic() < deadline:
         tab.wait_for_timeout(100)
+    return failing
+
+
+def _show_glyphs(tab: Page, server: Server) -> None:
+    login(tab, server)
+    command = f"sh -c \"printf '%s\\n' '{GLYPH_LINE}'; exec sleep 600\""
+    spawn_from_form(tab, command, name="glyphs")
+    wait_for_terminal(tab, "end$")
+
+
+def _symbols_loaded(tab: Page, faces: int) -> None:
+    tab.wait_for_function(
+        f"""() => [...document.fonts].filter(
+            (f) => f.family.replaceAll('"', "") === "ptyvisor symbols" && f.status === "loaded"
+        ).length >= {faces}"""
+    )
+    tab.wait_for_function("document.fonts.status === 'loaded'")
+
+
+def test_agent_glyphs_are_drawn_not_boxes(server: Server, chromium: Browser) -> None:
+    """⎿ ⏵ (Claude Code), ⏺ ⏸ ⎯ ⧉ ☰ and braille spinners: no installed monospace
+    font has them, so the page ships a fallback; each must draw like itself, not
+    like a character no font has (U+0378, unassigned: an empty box)."""
+    tab = _tab(chromium, 1)
+    _show_glyphs(tab, server)
+    _symbols_loaded(tab, 4)
+    tab.screenshot(path=str(SCREENSHOTS / "glyphs-1x.png"))
+    failing = _misdrawn(tab)
+    assert not failing, f"drawn as nothing or as an empty box: {failing}"
+
+
+def test_a_glyph_drawn_before_its_face_loaded_is_redrawn_in_its_cell(
+    server: Server, chromium: Browser
+) -> None:
+    """The row is on screen while ⏸'s face is still on its way (a slow network, a
+    busy machine): xterm measures ⏸ in whatever font drew it meanwhile. Once the face
+    arrives, the page has xterm measure again, or ⏸ and what follows it on the row
+    are drawn outside their cells."""
+    tab = _tab(chromium, 1)
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    tab.route("**/noto-sans-symbols-2.woff2", hold)
+    _show_glyphs(tab, server)  # the row is drawn, so measured, without the face
+    tab.wait_for_function("document.fonts.status === 'loading'")
+    assert len(held) == 1
+    held[0].continue_()
+    _symbols_loaded(tab, 4)
+    tab.screenshot(path=str(SCREENSHOTS / "glyphs-late-face-1x.png"))
+    failing = _misdrawn(tab)
     assert not failing, f"drawn as nothing or as an empty box: {failing}"

@@ -507,7 +507,34 @@ export function createTerminal(scrollback = SCROLLBACK_LINES) {
   term.loadAddon(new WebLinksAddon((event, uri) => openLink(event, uri)));
   const searchAddon = new SearchAddon();
   term.loadAddon(searchAddon);
+  remeasureWhenFontsLoad(term);
   return { term, fitAddon, searchAddon };
+}
+
+/**
+ * xterm's DOM renderer measures each character's advance once and keeps it, to
+ * space the character to its cell. A glyph measured before its fallback face
+ * ("ptyvisor symbols", fetched on first use) had loaded keeps the advance of
+ * whatever font drew it meanwhile, and the characters after it on the row shift
+ * (on a busy machine the glyph test saw ⏸ and ⎯ drawn outside their cells). When
+ * a face finishes loading, an equivalent spelling of the font list makes xterm
+ * drop the widths it measured and redraw the rows.
+ * @param {Terminal} term
+ */
+function remeasureWhenFontsLoad(term) {
+  if (typeof document === "undefined" || !document.fonts) return;
+  const spellings = [FONT_FAMILY, FONT_FAMILY.replaceAll(", ", ",")];
+  const loaded = () => {
+    const now = term.options.fontFamily;
+    term.options.fontFamily = now === spellings[0] ? spellings[1] : spellings[0];
+  };
+  document.fonts.addEventListener("loadingdone", loaded);
+  term.loadAddon({
+    activate() {},
+    dispose() {
+      document.fonts.removeEventListener("loadingdone", loaded);
+    },
+  });
 }
 
 /**
