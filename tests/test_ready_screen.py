@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from ptyvisor.activity import Activity, ActivityPhase
+from ptyvisor.busy_line import UNCONFIRMED_SECONDS
 from ptyvisor.client import Client
 from ptyvisor.session import STARTUP_QUIET_SECONDS
 
@@ -163,15 +164,35 @@ async def test_a_turn_shows_from_the_busy_line_and_the_hook_confirms_it(
     await client.close(session_id)
 
 
-async def test_a_line_the_hook_never_confirms_ends_when_it_goes(
+async def test_a_line_the_hook_never_confirms_ends_once_it_has_stayed_away(
     client: Client, tmp_path: Path
 ) -> None:
     session_id = await busy_codex(client, tmp_path)
     await step(client, session_id, "busy")
     await wait_phase(client, session_id, ActivityPhase.WORKING)
+    gone = time.time()
     await step(client, session_id, "idle")
-    back = await activity(client, session_id)
-    assert (back.phase, back.source) == (ActivityPhase.WAITING, "terminal")
+    back = await wait_phase(client, session_id, ActivityPhase.WAITING)
+    assert back.source == "terminal"
+    assert time.time() - gone >= UNCONFIRMED_SECONDS  # not at once: see the next test
+    await client.close(session_id)
+
+
+async def test_a_turn_whose_line_went_before_the_hook_reported_is_one_turn(
+    client: Client, tmp_path: Path
+) -> None:
+    """A turn the provider fails at once: the line is gone before a slow hook reports
+    the turn, which must still read working then failed, not waiting between."""
+    session_id = await busy_codex(client, tmp_path)
+    await step(client, session_id, "busy")
+    guessed = await wait_phase(client, session_id, ActivityPhase.WORKING)
+    await step(client, session_id, "idle")
+    await step(client, session_id, "working")  # the hook, late
+    confirmed = await activity(client, session_id)
+    assert (confirmed.phase, confirmed.source) == (ActivityPhase.WORKING, "extension")
+    assert confirmed.since == guessed.since  # never waiting in between
+    await step(client, session_id, "failed")
+    assert (await activity(client, session_id)).phase is ActivityPhase.FAILED
     await client.close(session_id)
 
 

@@ -14,9 +14,12 @@ The rules keep a wrong guess short and never let one stick:
   that made the session Ready at start-up counts.)
 - The extension's next report confirms the turn or overrides it. Its ``working``
   replaces the inferred one; the phase and ``since`` stay, the source changes.
-- Until then, the line going away ends the guess, back to ``waiting``. A busy line
-  that was no turn (a local command, a dialog of the agent's own) cannot leave the
-  session ``working``.
+- Until then, the line staying away for `UNCONFIRMED_SECONDS` ends the guess, back
+  to ``waiting``. A busy line that was no turn (a local command, a dialog of the
+  agent's own) cannot leave the session ``working``. Not at once: a turn the
+  provider fails in a moment removes the line before a hook on a busy machine
+  reports the turn, and the session would show ``working``, ``waiting``,
+  ``working``, ``failed``.
 
 The screen is looked at only while the session is ``waiting`` or the guess is open:
 the renderer hands over the visible rows after a batch, in the worker thread that
@@ -29,6 +32,10 @@ import re
 
 from ptyvisor.activity import Activity, ActivityPhase
 
+UNCONFIRMED_SECONDS = 5.0
+"""How long a guessed turn outlives its busy line while the extension says nothing:
+longer than a hook takes to start on a busy machine."""
+
 
 class BusyLine:
     """Watches one session's screen for its agent's busy line (`agents.BUSY_SCREEN`)."""
@@ -39,6 +46,8 @@ class BusyLine:
         """The ``waiting`` activity the screens below were seen in."""
         self._seen_absent = False
         """A screen in that ``waiting`` has shown no busy line (since the last one)."""
+        self.shown = False
+        """Whether the line showed on the last screen looked at."""
 
     def watching(self, activity: Activity) -> bool:
         """Whether the screen is worth looking at now."""
@@ -53,8 +62,9 @@ class BusyLine:
 
     def look(self, text: str, activity: Activity) -> bool | None:
         """The visible rows joined by newlines: True when a turn has begun, False
-        when a guessed turn is over, None when nothing follows from them."""
-        shown = self._pattern.search(text) is not None
+        when a guessed turn's line has gone (see `UNCONFIRMED_SECONDS`), None when
+        nothing follows from them."""
+        shown = self.shown = self._pattern.search(text) is not None
         if activity.phase is ActivityPhase.WAITING:
             if activity is not self._waiting:
                 self._waiting, self._seen_absent = activity, False

@@ -40,7 +40,7 @@ from ptyvisor.activity import (
     InteractionCleared,
 )
 from ptyvisor.agents import BUSY_SCREEN, READY_SCREEN, REPORTS_STARTUP
-from ptyvisor.busy_line import BusyLine
+from ptyvisor.busy_line import UNCONFIRMED_SECONDS, BusyLine
 from ptyvisor.child import Child
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
@@ -291,6 +291,8 @@ class Session:
         busy = BUSY_SCREEN.get(self.agent or "")
         self._busy_line = BusyLine(busy) if busy else None
         """The agent's busy line, watched for while ``waiting`` (busy_line.py)."""
+        self._busy_line_gone = anyio.Event()
+        """Set when the line of a turn guessed from it has gone (`_end_unconfirmed_turns`)."""
         self._drawn = False
         """The start-up has drawn some text: from then on quiet may mean Ready."""
         self.renderer = Renderer(
@@ -354,6 +356,8 @@ class Session:
                         not REPORTS_STARTUP.get(self.agent, True) or self._ready_screen
                     ):
                         tg.start_soon(self._ready_when_quiet)
+                    if self._busy_line is not None:
+                        tg.start_soon(self._end_unconfirmed_turns)
         finally:
             # Shielded: a server being stopped cancels from outside, and this is
             # exactly when every program must still be stopped and reaped — unless a
@@ -590,7 +594,21 @@ class Session:
             and self.tracker.activity.phase is not ActivityPhase.STARTING
         ):
             began = self._busy_line.look("\n".join(display), self.tracker.activity)
-            if began is not None and self.tracker.turn_on_screen(began, now_ms()):
+            if began is False:
+                self._busy_line_gone.set()
+            elif began and self.tracker.turn_on_screen(True, now_ms()):
+                self._activity_changed()
+
+    async def _end_unconfirmed_turns(self) -> None:
+        """A turn guessed from the busy line ends once the line has stayed away for
+        `UNCONFIRMED_SECONDS` and the extension has not confirmed the turn."""
+        line = self._busy_line
+        while line is not None:
+            await self._busy_line_gone.wait()
+            gone = now_ms()
+            await anyio.sleep(UNCONFIRMED_SECONDS)
+            self._busy_line_gone = anyio.Event()
+            if not line.shown and self.tracker.turn_on_screen(False, gone):
                 self._activity_changed()
 
     def _startup_screen(self, display: list[str]) -> None:
