@@ -43,10 +43,6 @@ _NOT_PLAIN = re.compile(
     rb"|(?<=\x1b)(?!\[[0-9:;]*m)"  # any escape sequence but SGR
     rb")"
 )
-_NOT_PLAIN_SPELLED_OUT = re.compile(
-    rb"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]|\xc2[\x80-\x9f]|\x1b(?!\[[0-9:;]*m)"
-)
-"""What `_NOT_PLAIN` matches, the slow way (the tests hold one to the other)."""
 _PLAIN_SGR = re.compile(rb"\x1b\[([0-9:;]*)m")
 _RESETS = (b"\x1b[0m", b"\x1b[m")
 LOOK_BACK = 4096
