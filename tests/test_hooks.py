@@ -23,6 +23,7 @@ from ptyvisor.client import Client
 from ptyvisor.emit import write_frame
 from ptyvisor.frames import Rejected, decode_frame, new_nonce
 from ptyvisor.hooks import claude_code, codex, gemini_cli, qwen_code
+from ptyvisor.proctable import process_start
 from ptyvisor.protocol import ActivityChanged
 from ptyvisor.scanner import FrameScanner
 
@@ -406,7 +407,7 @@ def test_codex_rollout_watcher_ends_with_codex_and_writes_nothing_after(tmp_path
     rollout = tmp_path / "rollout.jsonl"
     rollout.write_text("")
     program = subprocess.Popen(["sleep", "600"])
-    started = codex.process_start(program.pid)
+    started = process_start(program.pid)
     assert started is not None
     argv = [str(rollout), "0", str(program.pid), str(started)]
     watcher = subprocess.Popen(
@@ -424,7 +425,7 @@ def test_codex_rollout_watcher_ends_with_codex_and_writes_nothing_after(tmp_path
         program.kill()
         watcher.kill()
         watcher.wait()
-    assert codex.process_start(program.pid) is None
+    assert process_start(program.pid) is None
     master, slave = os.openpty()
     try:
         nonce = new_nonce()

@@ -77,6 +77,15 @@ def _stat_fields(pid: int) -> list[bytes] | None:
         return None
 
 
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), or None if it is gone
+    or a zombie: with the pid, it names one process even after pids are reused."""
+    fields = _stat_fields(pid)
+    if fields is None or len(fields) < 20 or fields[0] == b"Z":
+        return None
+    return int(fields[19])
+
+
 def in_session_tree(pid: int, leader: int, *, max_depth: int = 64) -> bool | None:
     """Whether process ``pid`` belongs to the program ``leader`` started: in its
     process session, or descended from it (Claude Code starts its hooks in sessions

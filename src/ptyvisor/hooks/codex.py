@@ -29,6 +29,7 @@ from typing import Any
 from ptyvisor.hooks import normalise
 from ptyvisor.hooks.decide import Decision, continue_with_queued_message, request_decision
 from ptyvisor.hooks.normalise import Payload, cleared, request_digest, row, rows, text
+from ptyvisor.proctable import process_start
 
 AGENT = "codex"
 QUESTION_TOOL = "request_user_input"
@@ -148,19 +149,6 @@ def start_watcher(event: Mapping[str, Any]) -> None:
         stderr=subprocess.DEVNULL,
         process_group=0,
     )
-
-
-def process_start(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks since boot), or None if it is gone
-    or a zombie: with the pid, it names one process even after pids are reused."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rpartition(b")")[2].split()
-    except OSError:
-        return None
-    if len(fields) < 20 or fields[0] == b"Z":
-        return None
-    return int(fields[19])
 
 
 def _size(path: Path) -> int:
