@@ -64,7 +64,7 @@ def test_notification_only_in_the_background(server: Server, browser: BrowserCon
     page.evaluate("window.__pretendHidden = true")
     press_enter_in(server, unseen)
     expect(session_entry(page, "unseen").locator(".badge")).to_have_text("Needs input")
-    page.wait_for_function("window.__notifications.length > 0")
+    page.wait_for_function("() => window.__notifications.length > 0")
     notes: list[dict[str, Any]] = page.evaluate("window.__notifications")
     assert notes == [{"title": "unseen needs input", "body": ""}]
     # The first list a page gets is not news, even in the background.

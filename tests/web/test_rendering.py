@@ -110,7 +110,7 @@ def _symbols_loaded(tab: Page, faces: int) -> None:
             (f) => f.family.replaceAll('"', "") === "ptyvisor symbols" && f.status === "loaded"
         ).length >= {faces}"""
     )
-    tab.wait_for_function("document.fonts.status === 'loaded'")
+    tab.wait_for_function("() => document.fonts.status === 'loaded'")
 
 
 def test_agent_glyphs_are_drawn_not_boxes(server: Server, chromium: Browser) -> None:
@@ -140,7 +140,7 @@ def test_a_glyph_drawn_before_its_face_loaded_is_redrawn_in_its_cell(
 
     tab.route("**/noto-sans-symbols-2.woff2", hold)
     _show_glyphs(tab, server)  # the row is drawn, so measured, without the face
-    tab.wait_for_function("document.fonts.status === 'loading'")
+    tab.wait_for_function("() => document.fonts.status === 'loading'")
     assert len(held) == 1
     held[0].continue_()
     _symbols_loaded(tab, 4)
