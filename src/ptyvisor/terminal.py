@@ -55,6 +55,9 @@ stored with a single ``dict.update`` of cached cells. Only a
 sequence that is split across feeds or has controls embedded takes a slower
 per-character path. Scrollback lines are captured in ``index`` (full-screen
 region, main screen) into a bounded deque instead of pyte's slow HistoryScreen.
+Whole lines of printable ASCII and SGR after a CR LF (a log, a build, a flood) go
+to `_Screen.plain_lines` together: each line that starts on the blank bottom row is
+built as one row and the screen scrolls once per batch, not once per line feed.
 A big batch of plain lines is fast-forwarded: what would only scroll out of the
 scrollback is not parsed at all (`ptyvisor.fast_forward`, exact).
 """
@@ -547,6 +550,79 @@ class _Screen(pyte.Screen):
         """REP: repeat the last graphic character."""
         if self.last_graphic:
             self.draw(self.last_graphic * max(1, min(count, self.columns * self.lines)))
+
+    def plain_lines(self, lines: list[str]) -> None:
+        """Lines of printable ASCII and SGR (``_PLAIN_LINE``), each followed by CR LF:
+        exactly what drawing, SGR, CR and LF would do one by one, but a line that
+        starts on a blank bottom row of a full-screen region (a log's or a flood's
+        line) is built whole, and the rows it pushes up move in one go at the end,
+        not one dict renumbering per line feed."""
+        fresh: list[_Line] = []
+        cols = self.columns
+        batched = False
+        for text in lines:
+            parts = _SGR_SPLIT(text) if "\x1b" in text else [text]
+            if not batched:
+                batched = self._can_batch()
+            if batched and sum(map(len, parts[::2])) <= cols:
+                fresh.append(self._plain_row(parts))
+                continue
+            if fresh:
+                self._scroll_in(fresh)
+                fresh = []
+            batched = False
+            for i, part in enumerate(parts):
+                if i % 2:
+                    self.apply_sgr(part)
+                elif part:
+                    self.draw(part)
+            self.carriage_return()
+            self.linefeed()
+        if fresh:
+            self._scroll_in(fresh)
+
+    def _can_batch(self) -> bool:
+        """Whether the next line starts at the left of a blank bottom row whose line
+        feed scrolls the whole screen, and draws as plain one-cell characters (insert
+        mode draws the same on a blank row)."""
+        cursor = self.cursor
+        bottom = self.lines - 1
+        return (
+            cursor.x == 0
+            and cursor.y == bottom
+            and self.margins is None
+            and not self.buffer.get(bottom)
+            and not (self.g1_graphics if self.charset else self.g0_graphics)
+        )
+
+    def _plain_row(self, parts: list[str]) -> _Line:
+        """The bottom row after drawing ``parts`` (text, SGR, text, ...) from column 0."""
+        row = _Line()
+        x = 0
+        for i, part in enumerate(parts):
+            if i % 2:
+                self.apply_sgr(part)
+            elif part:
+                get_cell = self._cells(self.cursor.attrs).__getitem__
+                row.update(zip(range(x, x + len(part)), map(get_cell, part), strict=True))
+                x += len(part)
+                self.last_graphic = part[-1]
+        return row
+
+    def _scroll_in(self, fresh: list[_Line]) -> None:
+        """Each of ``fresh`` was drawn on the blank bottom row, then a line feed
+        scrolled the screen up one row: what leaves the top goes to the scrollback
+        (main screen only), and the bottom row is blank again."""
+        buffer = self.buffer
+        rows: list[_Line | None] = [buffer.get(y) for y in range(self.lines - 1)]
+        rows += fresh
+        out = len(fresh)
+        if self.main_buffer is None:
+            self.scrollback.extend(row if row is not None else _Line() for row in rows[:out])
+            self.undrawn += out
+        self.buffer = defaultdict(
+            _Line, {y: row for y, row in enumerate(rows[out:]) if row is not None}
+        )
 
     # -- scrolling -----------------------------------------------------------
 
@@ -1111,6 +1187,10 @@ _STRING_KINDS = {
     "\x98": "sos",
 }
 _SEQUENCE_START = frozenset("\x1b\x9b\x90\x98\x9d\x9e\x9f")
+_PLAIN_BLOCK = re.compile(r"\r\n(?:[ -~]*(?:\x1b\[[0-9;]{0,64}m[ -~]*)*\r\n)+")
+"""CR LF, then whole lines of printable ASCII and plain SGR, each ending in CR LF:
+what logs and floods are made of, handed to `_Screen.plain_lines` in one call."""
+_SGR_SPLIT = re.compile(r"\x1b\[([0-9;]*)m").split
 
 
 class _Parser:
@@ -1203,8 +1283,10 @@ class _Parser:
             self._pending = ""
         n = len(text)
         i = self._consume_string(text, 0) if self._string else 0
-        draw = self.screen.draw
+        screen = self.screen
+        draw = screen.draw
         match_text = _TEXT.match
+        match_lines = _PLAIN_BLOCK.match
         match_sequence = _SEQUENCE.match
         controls = self._controls
         while i < n:
@@ -1228,6 +1310,11 @@ class _Parser:
                 else:
                     self._start_string(m.group(last or 0))
                     i = self._consume_string(text, i)
+            elif char == "\r" and (m := match_lines(text, i)) is not None:
+                screen.carriage_return()
+                screen.linefeed()
+                screen.plain_lines(m.group()[2:-2].split("\r\n"))
+                i = m.end()
             else:
                 handler = controls.get(char)
                 if handler is not None:
