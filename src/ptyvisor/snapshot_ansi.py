@@ -318,6 +318,29 @@ def scrollback_line(line: Line, cols: int) -> str:
     return "".join(w.out)
 
 
+def runs_line(runs: Sequence[tuple[Cell, str]]) -> str:
+    """`scrollback_line` of a line drawn from column 0 as runs of one-cell ASCII
+    text, each with its pen (a cell's style and link; its data is ignored), known
+    without reading the line's cells."""
+    runs = list(runs)
+    while runs:  # trailing blanks in the plain pen are not drawn
+        pen, text = runs[-1]
+        if pen[1:] != BLANK[1:]:
+            break
+        text = text.rstrip(" ")
+        if text:
+            runs[-1] = (pen, text)
+            break
+        runs.pop()
+    w = _Writer()
+    w.style = _PLAIN
+    for pen, text in runs:
+        w.pen(pen)
+        w.out.append(text)
+    w.reset_pen()
+    return "".join(w.out)
+
+
 _DATA = operator.itemgetter(0)
 _STYLE_AND_LINK = operator.itemgetter(slice(1, None))
 

@@ -91,6 +91,7 @@ from ptyvisor.snapshot_ansi import (
     ScreenState,
     line_ansi,
     render_snapshot,
+    runs_line,
     scrollback_line,
 )
 from ptyvisor.widths import ONE_CELL_RUN, char_width
@@ -552,20 +553,20 @@ class _Screen(pyte.Screen):
             self.draw(self.last_graphic * max(1, min(count, self.columns * self.lines)))
 
     def plain_lines(self, lines: list[str]) -> None:
-        """Lines of printable ASCII and SGR (``_PLAIN_LINE``), each followed by CR LF:
+        """Lines of printable ASCII and SGR (``_PLAIN_BLOCK``), each followed by CR LF:
         exactly what drawing, SGR, CR and LF would do one by one, but a line that
         starts on a blank bottom row of a full-screen region (a log's or a flood's
         line) is built whole, and the rows it pushes up move in one go at the end,
         not one dict renumbering per line feed."""
-        fresh: list[_Line] = []
+        fresh: list[tuple[_Line, list[tuple[Cell, str]]]] = []
         cols = self.columns
         batched = False
         for text in lines:
             parts = _SGR_SPLIT(text) if "\x1b" in text else [text]
             if not batched:
                 batched = self._can_batch()
-            if batched and sum(map(len, parts[::2])) <= cols:
-                fresh.append(self._plain_row(parts))
+            if batched and (_DECAWM in self.mode or sum(map(len, parts[::2])) <= cols):
+                fresh += self._plain_rows(parts)
                 continue
             if fresh:
                 self._scroll_in(fresh)
@@ -595,31 +596,63 @@ class _Screen(pyte.Screen):
             and not (self.g1_graphics if self.charset else self.g0_graphics)
         )
 
-    def _plain_row(self, parts: list[str]) -> _Line:
-        """The bottom row after drawing ``parts`` (text, SGR, text, ...) from column 0."""
+    def _plain_rows(self, parts: list[str]) -> list[tuple[_Line, list[tuple[Cell, str]]]]:
+        """The rows drawing ``parts`` (text, SGR, text, ...) from column 0 of the blank
+        bottom row makes (more than one when it wraps), each with the runs it was drawn
+        in: (pen, text)."""
+        cols = self.columns
         row = _Line()
+        runs: list[tuple[Cell, str]] = []
+        made = [(row, runs)]
         x = 0
         for i, part in enumerate(parts):
             if i % 2:
                 self.apply_sgr(part)
-            elif part:
-                get_cell = self._cells(self.cursor.attrs).__getitem__
-                row.update(zip(range(x, x + len(part)), map(get_cell, part), strict=True))
-                x += len(part)
+                continue
+            pen = self.cursor.attrs
+            get_cell = self._cells(pen).__getitem__
+            start = 0
+            while start < len(part):
+                if x == cols:  # autowrap: the next row scrolls in, as LF would
+                    row, runs, x = _Line(), [], 0
+                    made.append((row, runs))
+                piece = part[start : start + cols - x]
+                row.update(zip(range(x, x + len(piece)), map(get_cell, piece), strict=True))
+                runs.append((pen, piece))
+                x += len(piece)
+                start += len(piece)
+            if part:
                 self.last_graphic = part[-1]
-        return row
+        return made
 
-    def _scroll_in(self, fresh: list[_Line]) -> None:
+    def _scroll_in(self, fresh: list[tuple[_Line, list[tuple[Cell, str]]]]) -> None:
         """Each of ``fresh`` was drawn on the blank bottom row, then a line feed
         scrolled the screen up one row: what leaves the top goes to the scrollback
-        (main screen only), and the bottom row is blank again."""
+        (main screen only), and the bottom row is blank again.
+
+        A fresh row that goes straight into the scrollback never changes, so it is
+        drawn for snapshots here, from its runs, at a tenth of what drawing it from
+        its cells costs later (a flood's last thousand lines, after it ends)."""
         buffer = self.buffer
         rows: list[_Line | None] = [buffer.get(y) for y in range(self.lines - 1)]
-        rows += fresh
+        rows += [row for row, _ in fresh]
         out = len(fresh)
         if self.main_buffer is None:
             self.scrollback.extend(row if row is not None else _Line() for row in rows[:out])
             self.undrawn += out
+            straight = out - (self.lines - 1)
+            kept = self.scrollback.maxlen or 0
+            if straight > 0 and kept:
+                cols = self.columns
+                drawn = self.drawn
+                for row, runs in itertools.islice(fresh, max(0, straight - kept), straight):
+                    drawn[id(row)] = (row, cols, runs_line(runs))
+                if len(drawn) > kept + 256:  # forget lines gone from the scrollback
+                    self.drawn = {
+                        id(line): hit
+                        for line in self.scrollback
+                        if (hit := drawn.get(id(line))) is not None and hit[0] is line
+                    }
         self.buffer = defaultdict(
             _Line, {y: row for y, row in enumerate(rows[out:]) if row is not None}
         )
