@@ -137,23 +137,22 @@ def test_plain_lines_after_each_state_are_exact(state: str) -> None:
         assert_same(whole, byte_by_byte(data, cols, rows, 50))
 
 
-def test_rows_drawn_as_they_scroll_in_are_what_a_snapshot_draws_and_stay_bounded() -> None:
-    """Rows that go straight into the scrollback are drawn for snapshots as they are
-    built; drawing each from its cells gives the same text, and the drawings of rows
-    gone from the scrollback are let go."""
+def test_rows_that_scroll_in_are_drawn_from_their_runs_as_from_their_cells() -> None:
+    """Rows that go straight into the scrollback keep the runs they were built from,
+    to be drawn from; that gives the text drawing each from its cells gives, and the
+    runs of rows gone from the scrollback are let go."""
     r = random.Random(11)
     log = plain_lines(r, 30, 5000, odd=False).encode()
     term = HeadlessTerminal(30, 6, scrollback=100)
     screen = term._screen
     for offset in range(0, len(log), 3000):
         term.feed(log[offset : offset + 3000])
-        assert len(screen.drawn) <= 100 + 256
-    ahead = [
-        (line, hit[2])
-        for line in screen.scrollback
-        if (hit := screen.drawn.get(id(line))) is not None and hit[0] is line
-    ]
+        assert len(screen.built) <= 100 + 256
+    built = [line for line in screen.scrollback if id(line) in screen.built]
     # Not all: rows on the screen when a batch began, and lines after a bare LF.
-    assert len(ahead) >= 50, f"only {len(ahead)} of 100 rows were drawn ahead"
-    for line, drawn in ahead:
-        assert drawn == scrollback_line(line, 30)
+    assert len(built) >= 50, f"only {len(built)} of 100 rows kept their runs"
+    for line in built:
+        assert screen.drawing(line)[2] == scrollback_line(line, 30)
+    assert not any(id(line) in screen.built for line in screen.scrollback), (
+        "a row drawn from its runs keeps them"
+    )

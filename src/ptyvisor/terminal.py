@@ -364,11 +364,14 @@ class _Screen(pyte.Screen):
     def __init__(self, columns: int, lines: int, scrollback: int) -> None:
         self.scrollback: deque[_Line] = deque(maxlen=max(0, scrollback))
         self.drawn: dict[int, tuple[_Line, int, str]] = {}
-        self.undrawn = 0
-        """Lines that went into the scrollback since the last drawing (at most)."""
         """Scrollback lines as snapshots draw them, by id: (line, cols, text). A line
         in the scrollback never changes, unless a resize pulls it back on screen
         (then it is forgotten here); see `HeadlessTerminal.snapshot`."""
+        self.built: dict[int, tuple[_Line, int, list[tuple[Cell, str]]]] = {}
+        """Scrollback lines not drawn yet that `plain_lines` built, by id: (line, cols,
+        the runs it was built from), to draw them from (see `drawing`)."""
+        self.undrawn = 0
+        """Lines that went into the scrollback since the last drawing (at most)."""
         self.main_buffer: Buffer | None = None  # the main screen while the alt one shows
         self._sgr_cache: dict[tuple[Cell, str], Cell] = {}
         self._cell_caches: dict[Cell, _CellCache] = {}
@@ -630,9 +633,9 @@ class _Screen(pyte.Screen):
         scrolled the screen up one row: what leaves the top goes to the scrollback
         (main screen only), and the bottom row is blank again.
 
-        A fresh row that goes straight into the scrollback never changes, so it is
-        drawn for snapshots here, from its runs, at a tenth of what drawing it from
-        its cells costs later (a flood's last thousand lines, after it ends)."""
+        A fresh row that goes straight into the scrollback never changes, so its runs
+        are kept: drawing it from them costs a fifth of drawing it from its cells (a
+        flood's last thousand lines, when the snapshot after it is asked for)."""
         buffer = self.buffer
         rows: list[_Line | None] = [buffer.get(y) for y in range(self.lines - 1)]
         rows += [row for row, _ in fresh]
@@ -644,18 +647,30 @@ class _Screen(pyte.Screen):
             kept = self.scrollback.maxlen or 0
             if straight > 0 and kept:
                 cols = self.columns
-                drawn = self.drawn
+                built = self.built
                 for row, runs in itertools.islice(fresh, max(0, straight - kept), straight):
-                    drawn[id(row)] = (row, cols, runs_line(runs))
-                if len(drawn) > kept + 256:  # forget lines gone from the scrollback
-                    self.drawn = {
+                    built[id(row)] = (row, cols, runs)
+                if len(built) > kept + 256:  # forget lines gone from the scrollback
+                    self.built = {
                         id(line): hit
                         for line in self.scrollback
-                        if (hit := drawn.get(id(line))) is not None and hit[0] is line
+                        if (hit := built.get(id(line))) is not None and hit[0] is line
                     }
         self.buffer = defaultdict(
             _Line, {y: row for y, row in enumerate(rows[out:]) if row is not None}
         )
+
+    def drawing(self, line: _Line) -> tuple[_Line, int, str]:
+        """Scrollback ``line`` as a snapshot draws it, for `drawn`: kept from before,
+        drawn from the runs `plain_lines` built it from, or from its cells."""
+        cols = self.columns
+        hit = self.drawn.get(id(line))
+        if hit is not None and hit[0] is line and hit[1] == cols:
+            return hit
+        built = self.built.pop(id(line), None)
+        if built is not None and built[0] is line and built[1] == cols:
+            return line, cols, runs_line(built[2])
+        return line, cols, scrollback_line(line, cols)
 
     # -- scrolling -----------------------------------------------------------
 
@@ -1071,6 +1086,7 @@ class _Screen(pyte.Screen):
         for y in range(pull - 1, -1, -1):
             buffer[y] = self.scrollback.pop()
             self.drawn.pop(id(buffer[y]), None)  # on screen again: it may change
+            self.built.pop(id(buffer[y]), None)
         return pull
 
     def _shift_saved(self, slot: int, shift: int) -> None:
@@ -1767,27 +1783,21 @@ class HeadlessTerminal:
         if len(s.drawn) > len(s.scrollback) + 256:  # lines gone from the history
             self._drawn_scrollback()
             return
-        cols = s.columns
         for line in itertools.islice(reversed(s.scrollback), s.undrawn):
-            hit = s.drawn.get(id(line))
-            if hit is None or hit[0] is not line or hit[1] != cols:
-                s.drawn[id(line)] = (line, cols, scrollback_line(line, cols))
+            s.drawn[id(line)] = s.drawing(line)
         s.undrawn = 0
 
     def _drawn_scrollback(self) -> list[str]:
         """The scrollback as snapshots draw it, each line drawn once and kept (a cold
         attach with 1000 lines of it would otherwise draw them all each time)."""
         s = self._screen
-        cols = s.columns
-        kept, drawn = s.drawn, {}
+        drawn = {}
         texts = []
         for line in s.scrollback:
-            hit = kept.get(id(line))
-            if hit is None or hit[0] is not line or hit[1] != cols:
-                hit = (line, cols, scrollback_line(line, cols))
-            drawn[id(line)] = hit
+            hit = drawn[id(line)] = s.drawing(line)
             texts.append(hit[2])
         s.drawn = drawn
+        s.built = {}  # every line in the scrollback is drawn now
         s.undrawn = 0
         return texts
 
