@@ -449,6 +449,22 @@ class _Screen(pyte.Screen):
     def _draw_narrow(self, data: str) -> None:
         """One-cell characters only: whole runs per line with one dict.update."""
         cursor = self.cursor
+        x = cursor.x
+        end = x + len(data)
+        if end <= self.columns:  # the common case, inline: the run fits on its row
+            self.last_graphic = data[-1]
+            line = self.buffer[cursor.y]
+            if line:  # `_split_wide`
+                cell = line.get(x)
+                if cell is not None and cell.data == "" and x > 0:
+                    line[x - 1] = line[x - 1]._replace(data=" ")
+                cell = line.get(end)
+                if cell is not None and cell.data == "":
+                    line[end] = cell._replace(data=" ")
+            drawn = map(self._cells(cursor.attrs).__getitem__, data)
+            line.update(zip(range(x, end), drawn, strict=True))
+            cursor.x = end if end < self.columns or _DECAWM in self.mode else end - 1
+            return
         cells = self._cells(cursor.attrs)
         get_cell = cells.__getitem__
         cols = self.columns
@@ -867,6 +883,21 @@ class _Screen(pyte.Screen):
         limit = bottom if cursor.y <= bottom else self.lines - 1
         cursor.y = min(cursor.y + (count or 1), limit)
         cursor.x = min(cursor.x, self.columns - 1)
+
+    def cursor_position(self, line: int | None = None, column: int | None = None) -> None:
+        """CUP as pyte's, without its helper calls (TUIs send one per few cells)."""
+        y = (line or 1) - 1
+        x = (column or 1) - 1
+        margins = self.margins
+        top, bottom = 0, self.lines - 1
+        if margins is not None and _DECOM in self.mode:
+            top, bottom = int(margins.top), int(margins.bottom)
+            y += top
+            if not top <= y <= bottom:
+                return
+        cursor = self.cursor
+        cursor.x = min(max(0, x), self.columns - 1)
+        cursor.y = min(max(top, y), bottom)
 
     def cursor_to_line(self, line: int | None = None) -> None:
         """VPA, relative to the region in origin mode (pyte asserts margins exist)."""
