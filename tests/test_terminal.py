@@ -1011,7 +1011,12 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
         drawn.append(cols)
         return snapshot_ansi.scrollback_line(line, cols)
 
+    def counted_runs(runs: Any) -> str:  # lines kept as their runs (`_PlainRow`)
+        drawn.append(0)
+        return snapshot_ansi.runs_line(runs)
+
     monkeypatch.setattr(terminal_module, "scrollback_line", counted)
+    monkeypatch.setattr(terminal_module, "runs_line", counted_runs)
     ahead = screen.snapshot().ansi
     assert drawn == []
     screen._screen.drawn.clear()
@@ -1065,7 +1070,9 @@ def test_scrollback_lines_with_wide_or_combined_cells_are_drawn_cell_by_cell() -
         term = HeadlessTerminal(10, 1, scrollback=5)
         term.feed(f"a{text}b\r\n".encode())
         writer = snapshot_ansi._Writer()
-        assert not snapshot_ansi._ascii_runs(writer, term._screen.scrollback[0], 10)
+        assert not snapshot_ansi._ascii_runs(
+            writer, term._screen.cells_of(term._screen.scrollback[0]), 10
+        )
         assert writer.out == []
 
 

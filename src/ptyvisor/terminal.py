@@ -57,7 +57,8 @@ per-character path. Scrollback lines are captured in ``index`` (full-screen
 region, main screen) into a bounded deque instead of pyte's slow HistoryScreen.
 Whole lines of printable ASCII and SGR after a CR LF (a log, a build, a flood) go
 to `_Screen.plain_lines` together: each line that starts on the blank bottom row is
-built as one row and the screen scrolls once per batch, not once per line feed.
+built as one row and the screen scrolls once per batch, not once per line feed; a
+row that goes straight into the scrollback is kept as its runs (`_PlainRow`).
 A big batch of plain lines is fast-forwarded: what would only scroll out of the
 scrollback is not parsed at all (`ptyvisor.fast_forward`, exact).
 """
@@ -190,6 +191,29 @@ class _Line(dict[int, Cell]):
 
 
 _EMPTY_LINE = _Line()
+
+Runs = list[tuple[Cell, str]]
+"""A row of one-cell ASCII text drawn from column 0: (pen, text) in order; a pen is a
+cell whose style and link are the run's (its data is not used)."""
+
+
+class _PlainRow:
+    """A scrollback line that `_Screen.plain_lines` built and that was never on the
+    screen, kept as the runs it was drawn in: a twentieth of the memory of its cells,
+    none of the time to make them, and drawn for snapshots straight from the runs.
+    `_Screen.cells_of` makes its cells when something needs them."""
+
+    __slots__ = ("runs", "width")
+
+    def __init__(self, runs: Runs) -> None:
+        self.runs = runs
+        self.width = sum(len(text) for _, text in runs)
+
+    def text(self, cols: int) -> str:
+        return "".join(text for _, text in self.runs).ljust(cols)[:cols]
+
+
+ScrollbackLine = _Line | _PlainRow
 
 
 class _CellCache(dict[str, Cell]):
@@ -362,14 +386,11 @@ class _Screen(pyte.Screen):
     tabstops: set[int]
 
     def __init__(self, columns: int, lines: int, scrollback: int) -> None:
-        self.scrollback: deque[_Line] = deque(maxlen=max(0, scrollback))
-        self.drawn: dict[int, tuple[_Line, int, str]] = {}
+        self.scrollback: deque[ScrollbackLine] = deque(maxlen=max(0, scrollback))
+        self.drawn: dict[int, tuple[ScrollbackLine, int, str]] = {}
         """Scrollback lines as snapshots draw them, by id: (line, cols, text). A line
         in the scrollback never changes, unless a resize pulls it back on screen
         (then it is forgotten here); see `HeadlessTerminal.snapshot`."""
-        self.built: dict[int, tuple[_Line, int, list[tuple[Cell, str]]]] = {}
-        """Scrollback lines not drawn yet that `plain_lines` built, by id: (line, cols,
-        the runs it was built from), to draw them from (see `drawing`)."""
         self.undrawn = 0
         """Lines that went into the scrollback since the last drawing (at most)."""
         self.main_buffer: Buffer | None = None  # the main screen while the alt one shows
@@ -577,7 +598,7 @@ class _Screen(pyte.Screen):
         starts on a blank bottom row of a full-screen region (a log's or a flood's
         line) is built whole, and the rows it pushes up move in one go at the end,
         not one dict renumbering per line feed."""
-        fresh: list[tuple[_Line, list[tuple[Cell, str]]]] = []
+        fresh: list[Runs] = []
         cols = self.columns
         batched = False
         for text in lines:
@@ -615,28 +636,24 @@ class _Screen(pyte.Screen):
             and not (self.g1_graphics if self.charset else self.g0_graphics)
         )
 
-    def _plain_rows(self, parts: list[str]) -> list[tuple[_Line, list[tuple[Cell, str]]]]:
+    def _plain_rows(self, parts: list[str]) -> list[Runs]:
         """The rows drawing ``parts`` (text, SGR, text, ...) from column 0 of the blank
-        bottom row makes (more than one when it wraps), each with the runs it was drawn
-        in: (pen, text)."""
+        bottom row makes (more than one when it wraps), as runs."""
         cols = self.columns
-        row = _Line()
-        runs: list[tuple[Cell, str]] = []
-        made = [(row, runs)]
+        runs: Runs = []
+        made = [runs]
         x = 0
         for i, part in enumerate(parts):
             if i % 2:
                 self.apply_sgr(part)
                 continue
             pen = self.cursor.attrs
-            get_cell = self._cells(pen).__getitem__
             start = 0
             while start < len(part):
                 if x == cols:  # autowrap: the next row scrolls in, as LF would
-                    row, runs, x = _Line(), [], 0
-                    made.append((row, runs))
+                    runs, x = [], 0
+                    made.append(runs)
                 piece = part[start : start + cols - x]
-                row.update(zip(range(x, x + len(piece)), map(get_cell, piece), strict=True))
                 runs.append((pen, piece))
                 x += len(piece)
                 start += len(piece)
@@ -644,49 +661,50 @@ class _Screen(pyte.Screen):
                 self.last_graphic = part[-1]
         return made
 
-    def _scroll_in(self, fresh: list[tuple[_Line, list[tuple[Cell, str]]]]) -> None:
+    def _row_of(self, runs: Runs) -> _Line:
+        row = _Line()
+        x = 0
+        for pen, text in runs:
+            cells = map(self._cells(pen).__getitem__, text)
+            row.update(zip(range(x, x + len(text)), cells, strict=True))
+            x += len(text)
+        return row
+
+    def cells_of(self, line: ScrollbackLine) -> _Line:
+        """A scrollback line's cells."""
+        return line if isinstance(line, _Line) else self._row_of(line.runs)
+
+    def _scroll_in(self, fresh: list[Runs]) -> None:
         """Each of ``fresh`` was drawn on the blank bottom row, then a line feed
         scrolled the screen up one row: what leaves the top goes to the scrollback
-        (main screen only), and the bottom row is blank again.
-
-        A fresh row that goes straight into the scrollback never changes, so its runs
-        are kept: drawing it from them costs a fifth of drawing it from its cells (a
-        flood's last thousand lines, when the snapshot after it is asked for)."""
-        buffer = self.buffer
-        rows: list[_Line | None] = [buffer.get(y) for y in range(self.lines - 1)]
-        rows += [row for row, _ in fresh]
+        (main screen only), and the bottom row is blank again. A fresh row that goes
+        straight into the scrollback never had cells on the screen, so it gets none
+        (`_PlainRow`): most of a flood's lines."""
+        lines = self.lines
         out = len(fresh)
+        straight = max(0, out - (lines - 1))
+        old: list[_Line | None] = [self.buffer.get(y) for y in range(lines - 1)]
         if self.main_buffer is None:
-            self.scrollback.extend(row if row is not None else _Line() for row in rows[:out])
-            self.undrawn += out
-            straight = out - (self.lines - 1)
+            self.scrollback.extend(row if row is not None else _Line() for row in old[:out])
             kept = self.scrollback.maxlen or 0
-            if straight > 0 and kept:
-                cols = self.columns
-                built = self.built
-                for row, runs in itertools.islice(fresh, max(0, straight - kept), straight):
-                    built[id(row)] = (row, cols, runs)
-                if len(built) > kept + 256:  # forget lines gone from the scrollback
-                    self.built = {
-                        id(line): hit
-                        for line in self.scrollback
-                        if (hit := built.get(id(line))) is not None and hit[0] is line
-                    }
+            first = max(0, straight - kept)
+            self.scrollback.extend(map(_PlainRow, itertools.islice(fresh, first, straight)))
+            self.undrawn += out
+        screen = old[out:] + [self._row_of(runs) for runs in fresh[straight:]]
         self.buffer = defaultdict(
-            _Line, {y: row for y, row in enumerate(rows[out:]) if row is not None}
+            _Line, {y: row for y, row in enumerate(screen) if row is not None}
         )
 
-    def drawing(self, line: _Line) -> tuple[_Line, int, str]:
+    def drawing(self, line: ScrollbackLine) -> tuple[ScrollbackLine, int, str]:
         """Scrollback ``line`` as a snapshot draws it, for `drawn`: kept from before,
-        drawn from the runs `plain_lines` built it from, or from its cells."""
+        drawn from its runs if it has them (and they fit the width), or from its cells."""
         cols = self.columns
         hit = self.drawn.get(id(line))
         if hit is not None and hit[0] is line and hit[1] == cols:
             return hit
-        built = self.built.pop(id(line), None)
-        if built is not None and built[0] is line and built[1] == cols:
-            return line, cols, runs_line(built[2])
-        return line, cols, scrollback_line(line, cols)
+        if isinstance(line, _PlainRow) and line.width <= cols:
+            return line, cols, runs_line(line.runs)
+        return line, cols, scrollback_line(self.cells_of(line), cols)
 
     # -- scrolling -----------------------------------------------------------
 
@@ -1115,9 +1133,9 @@ class _Screen(pyte.Screen):
             if line is not None:
                 buffer[y + pull] = line
         for y in range(pull - 1, -1, -1):
-            buffer[y] = self.scrollback.pop()
-            self.drawn.pop(id(buffer[y]), None)  # on screen again: it may change
-            self.built.pop(id(buffer[y]), None)
+            pulled = self.scrollback.pop()
+            self.drawn.pop(id(pulled), None)  # on screen again: it may change
+            buffer[y] = self.cells_of(pulled)
         return pull
 
     def _shift_saved(self, slot: int, shift: int) -> None:
@@ -1779,13 +1797,16 @@ class HeadlessTerminal:
     def scrollback(self) -> list[str]:
         """The main screen's scrollback as text, oldest first."""
         cols = self._screen.columns
-        return [_text(line, cols) for line in self._screen.scrollback]
+        return [
+            line.text(cols) if isinstance(line, _PlainRow) else _text(line, cols)
+            for line in self._screen.scrollback
+        ]
 
     def text(self, *, scrollback: int = 0, ansi: bool = False) -> tuple[list[str], list[str]]:
         """(the last ``scrollback`` lines of scrollback (-1: all), the visible rows):
         plain text with trailing blanks trimmed, or with SGR colours (``ansi``)."""
         cols = self._screen.columns
-        history = list(self._screen.scrollback)
+        history = list(map(self._screen.cells_of, self._screen.scrollback))
         if scrollback >= 0:
             history = history[len(history) - scrollback :] if scrollback else []
         rows = [self._screen.buffer.get(y, _EMPTY_LINE) for y in range(self.rows)]
@@ -1828,7 +1849,6 @@ class HeadlessTerminal:
             hit = drawn[id(line)] = s.drawing(line)
             texts.append(hit[2])
         s.drawn = drawn
-        s.built = {}  # every line in the scrollback is drawn now
         s.undrawn = 0
         return texts
 
