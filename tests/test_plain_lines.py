@@ -98,7 +98,13 @@ def test_plain_lines_give_the_terminal_parsing_each_byte_gives(
     data = (before + plain_lines(r, cols, r.randint(1, 60)) + after).encode()
     whole = HeadlessTerminal(cols, rows, scrollback=scrollback)
     whole.feed(data)
-    assert_same(whole, byte_by_byte(data, cols, rows, scrollback))
+    slow = byte_by_byte(data, cols, rows, scrollback)
+    assert_same(whole, slow)
+    # A resize pulls lines kept as runs back onto the screen, or draws them narrower.
+    size = (r.randint(1, 40), r.randint(1, 12))
+    for term in (whole, slow):
+        term.resize(*size)
+    assert_same(whole, slow)
 
 
 def test_a_log_is_drawn_in_batches_and_exactly(batches: list[int]) -> None:
