@@ -40,6 +40,7 @@ from .conftest import Pty
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSIONS = ROOT / "agent-extensions"
 OPENCODE_PLUGIN = EXTENSIONS / "opencode" / "ptyvisor.js"
+OPENCODE_TUI_PLUGIN = EXTENSIONS / "opencode" / "ptyvisor-tui.js"
 PI_EXTENSION = EXTENSIONS / "pi" / "ptyvisor.js"
 VECTORS: list[dict[str, str]] = json.loads((EXTENSIONS / "masking-vectors.json").read_text())[
     "cases"
@@ -303,6 +304,47 @@ process.stdout.write("ok");
 """
 )
 
+OPENCODE_TUI_DRIVER = (
+    READ_STDIN
+    + """
+import { pathToFileURL } from "node:url";
+// Timers the steps fire by hand: the plugin's wait is seconds long.
+const timers = new Map();
+let nextTimer = 1;
+globalThis.setTimeout = (fn, ms) => { timers.set(nextTimer, { fn, ms }); return nextTimer++; };
+globalThis.clearTimeout = (id) => { timers.delete(id); };
+const mod = await import(pathToFileURL(process.argv[1]).href);
+const plugin = mod.default;
+if (Object.keys(mod).length !== 1 || typeof plugin?.tui !== "function" || !plugin.id) {
+  throw new Error("a TUI plugin module exports one default { id, tui }");
+}
+const listeners = { dispatch: [], events: new Map() };
+const api = {
+  keymap: { on: (name, fn) => { if (name === "dispatch") listeners.dispatch.push(fn); } },
+  event: {
+    on: (type, fn) => listeners.events.set(type, [...(listeners.events.get(type) ?? []), fn]),
+  },
+};
+await plugin.tui(api, {}, { id: plugin.id, state: "first" });
+for (const step of input) {
+  if (step.submit !== undefined) {
+    const event = { phase: "binding-execute", command: step.command ?? "input.submit",
+      focused: { plainText: step.submit } };
+    for (const fn of listeners.dispatch) fn(event);
+  } else if (step.event) {
+    for (const fn of listeners.events.get(step.event) ?? []) fn({ type: step.event });
+  } else if (step.fire) {
+    for (const [id, { fn, ms }] of [...timers]) {
+      if (ms !== step.fire) throw new Error(`a timer of ${ms} ms, not ${step.fire}`);
+      timers.delete(id);
+      fn();
+    }
+  }
+}
+process.stdout.write("ok");
+"""
+)
+
 PI_DRIVER = (
     READ_STDIN
     + """
@@ -441,7 +483,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     frames = frames_on(pty_pair)
     # Nothing as the plugin loads (ptyvisor sees OpenCode's prompt drawn instead).
     assert summary(frames) == [
-        ("activity", "waiting", ""),  # the new main session
+        # The new main session: nothing (its prompt's turn came from the TUI plugin).
         ("activity", "working", ""),  # its prompt
         ("activity", "working", ""),
         ("activity", "working", ""),
@@ -458,7 +500,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     assert all(f["agent"] == "opencode" for f in activities)
     assert {f["native_session_id"] for f in activities} == {MAIN}
 
-    approval = frames[4]["interaction"]
+    approval = frames[3]["interaction"]
     assert approval == {
         "id": "per_1",
         "kind": "approval",
@@ -472,7 +514,7 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
         "created_at": approval["created_at"],
     }
     assert approval["rows"][0]["value"] == "GITHUB_TOKEN=*** git push origin main"
-    question = frames[7]["interaction"]
+    question = frames[6]["interaction"]
     assert question["kind"] == "question" and question["accepts_free_form"] is True
     assert question["questions"] == [
         {
@@ -513,7 +555,6 @@ def test_opencode_plugin_turn_outcomes(pty_pair: Pty) -> None:
     ]
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, session_env(pty_pair.path))
     assert summary(frames_on(pty_pair)) == [
-        ("activity", "waiting", ""),
         ("activity", "working", ""),
         ("activity", "failed", "Bad request for key sk-ant-***"),
         ("activity", "working", ""),
@@ -662,6 +703,31 @@ def test_pi_extension_with_agent_settled(pty_pair: Pty) -> None:
     ]
 
 
+def test_opencode_tui_plugin_reports_a_submitted_prompt_at_once(pty_pair: Pty) -> None:
+    """The TUI plugin: `working` as the prompt box submits a prompt, before OpenCode's
+    server has the session; `waiting` again if the server then says nothing of any
+    session's status (OpenCode refused the prompt); nothing for slash commands, an
+    empty box or other key bindings."""
+    steps: list[Payload] = [
+        {"submit": "   "},
+        {"submit": "/models"},
+        {"submit": "hello", "command": "session.new"},
+        {"submit": "first prompt"},  # working
+        {"event": "session.status"},  # the server has the turn: no fallback
+        {"fire": 10000},
+        {"submit": "second prompt"},  # working
+        {"fire": 10000},  # nothing from the server in 10 s: waiting
+    ]
+    drive(OPENCODE_TUI_DRIVER, OPENCODE_TUI_PLUGIN, steps, session_env(pty_pair.path))
+    frames = frames_on(pty_pair)
+    assert summary(frames) == [
+        ("activity", "working", ""),
+        ("activity", "working", ""),
+        ("activity", "waiting", ""),
+    ]
+    assert all(f["agent"] == "opencode" for f in frames)
+
+
 # -- (d) outside a session ------------------------------------------------------------
 
 SOME_EVENTS_OPENCODE = [
@@ -676,6 +742,7 @@ SOME_EVENTS_PI = [pi("session_start", reason="startup"), pi("agent_start"), *tur
 def test_outside_a_session_nothing_is_written(pty_pair: Pty) -> None:
     no_session = base_env(PTYVISOR_TTY=pty_pair.path)  # a terminal, but no session
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, SOME_EVENTS_OPENCODE, no_session)
+    drive(OPENCODE_TUI_DRIVER, OPENCODE_TUI_PLUGIN, [{"submit": "hi"}], no_session)
     drive(PI_DRIVER, PI_EXTENSION, SOME_EVENTS_PI, no_session)
     wrong_nonce = {**session_env(pty_pair.path), "PTYVISOR_NONCE": "not-a-nonce"}
     drive(PI_DRIVER, PI_EXTENSION, SOME_EVENTS_PI, wrong_nonce)

@@ -110,15 +110,10 @@ export default async function PtyvisorPlugin() {
   };
 
   const handlers = {
-    "session.created": (p) => {
-      const info = p.info ?? {};
-      learnSession(info);
-      const id = info.id ?? p.sessionID;
-      if (!isText(id) || parents.has(id)) return;
-      // A new main session is ready for its first prompt; its "busy" follows
-      // at once when it was created by submitting one.
-      activity("waiting", id);
-    },
+    // A new main session reports nothing: a prompt's turn is reported by the TUI
+    // plugin (ptyvisor-tui.js) at Enter and confirmed by chat.message below; a
+    // "waiting" here would come between the two.
+    "session.created": (p) => learnSession(p.info ?? {}),
     "session.updated": (p) => learnSession(p.info),
     "session.status": (p) => {
       const id = p.sessionID;

@@ -8,7 +8,7 @@ settings keep working beside ours.
 | --- | --- |
 | claude-code | ``--settings <inline JSON>`` with command hooks (merged with the user's) |
 | codex | ``-c hooks.<Event>=…``, ``--no-daemon``, ``--dangerously-bypass-hook-trust`` |
-| opencode | ``OPENCODE_CONFIG_DIR`` = a session folder whose ``plugin/`` holds our plugin |
+| opencode | ``OPENCODE_CONFIG_DIR`` = a session folder: ``plugin/`` + ``tui.json`` name ours |
 | pi | ``--extension <file>``, only for the interactive TUI |
 | gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
 | qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
@@ -345,6 +345,11 @@ def launch(
             target = plugin_dir / "ptyvisor.js"
             if not target.exists():
                 target.symlink_to(source)
+            # The TUI plugin, by path: OpenCode adds the plugins of this tui.json to
+            # the user's own (~/.config/opencode/tui.json), which stay untouched.
+            tui_plugin = extensions_dir() / "opencode" / "ptyvisor-tui.js"
+            tui_config = {"plugin": [str(tui_plugin)]}
+            (session_dir / "opencode" / "tui.json").write_text(json.dumps(tui_config))
             return Launch(
                 ["opencode", *args, *extra],
                 {"OPENCODE_CONFIG_DIR": str(session_dir / "opencode")},
