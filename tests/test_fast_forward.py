@@ -23,14 +23,20 @@ WORDS = ["error", "info", "a", "中文", "é\u0301", "👩\u200d💻", "⚠️",
 SGRS = ["0", "", "1", "31", "1;32", "38;5;208", "48;2;1;2;3", "4:3", "7", "22;39"]
 
 
+def words_and_colours(r: random.Random, words: list[str], sgrs: list[str], most: int) -> str:
+    """Up to ``most`` of ``words``, three in ten after an SGR of ``sgrs``."""
+    parts = []
+    for _ in range(r.randint(0, most)):
+        if r.random() < 0.3:
+            parts.append(f"{CSI}{r.choice(sgrs)}m")
+        parts.append(r.choice(words))
+    return "".join(parts)
+
+
 def plain_line(r: random.Random, cols: int) -> str:
     """A line of a plain flood: words, colours, wide and combining characters, tabs,
     backspaces, a carriage return that overwrites, sometimes longer than the screen."""
-    parts = []
-    for _ in range(r.randint(0, 8)):
-        if r.random() < 0.3:
-            parts.append(f"{CSI}{r.choice(SGRS)}m")
-        parts.append(r.choice(WORDS))
+    parts = [words_and_colours(r, WORDS, SGRS, 8)]
     if r.random() < 0.05:
         parts.append("w" * r.randint(cols, 3 * cols))  # wraps
     if r.random() < 0.1:

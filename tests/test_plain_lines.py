@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ptyvisor.snapshot_ansi import scrollback_line
 from ptyvisor.terminal import HeadlessTerminal, _PlainRow, _Screen
 
-from .test_fast_forward import assert_same
+from .test_fast_forward import assert_same, words_and_colours
 from .test_terminal import _fuzz_token
 
 CSI = "\x1b["
@@ -45,11 +45,7 @@ STATES = [
 def plain_lines(r: random.Random, cols: int, count: int, *, odd: bool = True) -> str:
     lines = []
     for _ in range(count):
-        parts = []
-        for _ in range(r.randint(0, 6)):
-            if r.random() < 0.3:
-                parts.append(f"{CSI}{r.choice(SGRS)}m")
-            parts.append(r.choice(WORDS))
+        parts = [words_and_colours(r, WORDS, SGRS, 6)]
         if r.random() < 0.1:
             parts.append("w" * r.randint(cols - 1, 2 * cols + 1))  # fills or wraps
         if odd and r.random() < 0.05:

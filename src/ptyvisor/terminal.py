@@ -475,13 +475,8 @@ class _Screen(pyte.Screen):
         if end <= self.columns:  # the common case, inline: the run fits on its row
             self.last_graphic = data[-1]
             line = self.buffer[cursor.y]
-            if line:  # `_split_wide`
-                cell = line.get(x)
-                if cell is not None and cell.data == "" and x > 0:
-                    line[x - 1] = line[x - 1]._replace(data=" ")
-                cell = line.get(end)
-                if cell is not None and cell.data == "":
-                    line[end] = cell._replace(data=" ")
+            if line:
+                self._split_wide(line, x, end)
             drawn = map(self._cells(cursor.attrs).__getitem__, data)
             line.update(zip(range(x, end), drawn, strict=True))
             cursor.x = end if end < self.columns or _DECAWM in self.mode else end - 1
