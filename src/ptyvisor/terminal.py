@@ -203,11 +203,14 @@ class _PlainRow:
     none of the time to make them, and drawn for snapshots straight from the runs.
     `_Screen.cells_of` makes its cells when something needs them."""
 
-    __slots__ = ("runs", "width")
+    __slots__ = ("runs",)
 
     def __init__(self, runs: Runs) -> None:
         self.runs = runs
-        self.width = sum(len(text) for _, text in runs)
+
+    @property
+    def width(self) -> int:
+        return sum(len(text) for _, text in self.runs)
 
     def text(self, cols: int) -> str:
         return "".join(text for _, text in self.runs).ljust(cols)[:cols]
@@ -597,9 +600,17 @@ class _Screen(pyte.Screen):
         cols = self.columns
         batched = False
         for text in lines:
-            parts = _SGR_SPLIT(text) if "\x1b" in text else [text]
             if not batched:
                 batched = self._can_batch()
+            plain = "\x1b" not in text
+            if batched and plain and len(text) <= cols:  # most lines: one run, one row
+                if text:
+                    fresh.append([(self.cursor.attrs, text)])
+                    self.last_graphic = text[-1]
+                else:
+                    fresh.append([])
+                continue
+            parts = [text] if plain else _SGR_SPLIT(text)
             if batched and (_DECAWM in self.mode or sum(map(len, parts[::2])) <= cols):
                 fresh += self._plain_rows(parts)
                 continue
@@ -642,18 +653,23 @@ class _Screen(pyte.Screen):
             if i % 2:
                 self.apply_sgr(part)
                 continue
+            if not part:
+                continue
             pen = self.cursor.attrs
-            start = 0
-            while start < len(part):
-                if x == cols:  # autowrap: the next row scrolls in, as LF would
-                    runs, x = [], 0
-                    made.append(runs)
-                piece = part[start : start + cols - x]
-                runs.append((pen, piece))
-                x += len(piece)
-                start += len(piece)
-            if part:
-                self.last_graphic = part[-1]
+            if x + len(part) <= cols:
+                runs.append((pen, part))
+                x += len(part)
+            else:
+                start = 0
+                while start < len(part):
+                    if x == cols:  # autowrap: the next row scrolls in, as LF would
+                        runs, x = [], 0
+                        made.append(runs)
+                    piece = part[start : start + cols - x]
+                    runs.append((pen, piece))
+                    x += len(piece)
+                    start += len(piece)
+            self.last_graphic = part[-1]
         return made
 
     def _row_of(self, runs: Runs) -> _Line:
