@@ -50,6 +50,8 @@ class ReadyTiming:
     enter: float
     working: float
     """The first ``working`` after Enter (its ``since``)."""
+    working_session: str | None
+    """The agent's own session id that first ``working`` carried, if it had one yet."""
 
 
 async def typed_at_ready(
@@ -99,6 +101,7 @@ async def typed_at_ready(
         echoed=echoed,
         enter=enter,
         working=working.activity.since / 1000,
+        working_session=working.activity.native_session_id,
     )
     return timing, run.phases
 

@@ -31,3 +31,7 @@ async def test_prompt_typed_at_ready_reaches_the_model(
     timing, phases = await typed_at_ready(agent, tmp_path)
     assert phases == READY_PHASES, phases
     assert timing.typed >= timing.ready
+    if agent == "opencode":
+        # The TUI plugin reported the turn at Enter, before OpenCode's server had
+        # the session whose id each of its own reports carries.
+        assert timing.working_session is None, "the first working came from the server"
