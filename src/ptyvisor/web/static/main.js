@@ -340,6 +340,14 @@ class App {
           pending_interaction: message.pending_interaction ?? null,
         };
         if ("answerable" in message) fields.answerable = message.answerable;
+        // A session's agent is the one it was started as, else the one its extension
+        // names (as the server's summary derives it). An attach's summary can be older
+        // than this event (taken before a snapshot that the event came during) and
+        // would otherwise leave the page without the agent the list already showed.
+        const current = this.store.get(message.session);
+        if (current && !current.agent && message.activity.agent) {
+          fields.agent = message.activity.agent;
+        }
         this.store.patch(message.session, fields);
         if (message.session === this.selected) this.timeline.changed();
         break;
