@@ -1817,9 +1817,10 @@ class HeadlessTerminal:
         """(the last ``scrollback`` lines of scrollback (-1: all), the visible rows):
         plain text with trailing blanks trimmed, or with SGR colours (``ansi``)."""
         cols = self._screen.columns
-        history = list(map(self._screen.cells_of, self._screen.scrollback))
+        kept = list(self._screen.scrollback)
         if scrollback >= 0:
-            history = history[len(history) - scrollback :] if scrollback else []
+            kept = kept[len(kept) - scrollback :] if scrollback else []
+        history = list(map(self._screen.cells_of, kept))  # cells only for what is asked
         rows = [self._screen.buffer.get(y, _EMPTY_LINE) for y in range(self.rows)]
 
         def show(line: _Line) -> str:
