@@ -174,14 +174,14 @@ def test_the_pen_and_rep_survive_the_skipped_part(flood_text: str) -> None:
 
 def _per_character(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every terminal draw character by character, as pyte does: no runs."""
-    from ptyvisor import terminal
+    from ptyvisor.terminal import screen
 
-    def draw(self: terminal._Screen, data: str) -> None:
+    def draw(self: screen.Screen, data: str) -> None:
         if self.g1_graphics if self.charset else self.g0_graphics:
-            data = data.translate(terminal._DEC_GRAPHICS)
+            data = data.translate(screen._DEC_GRAPHICS)
         self._draw_unicode(data)
 
-    monkeypatch.setattr(terminal._Screen, "draw", draw)
+    monkeypatch.setattr(screen.Screen, "draw", draw)
 
 
 @pytest.mark.parametrize("seed", range(0, 200, 40))

@@ -1,5 +1,5 @@
 """Whole lines of plain text and SGR (a log's, a flood's) are drawn a line at a time
-and scrolled in one go (`_Screen.plain_lines`); the terminal must end exactly as
+and scrolled in one go (`Screen.plain_lines`); the terminal must end exactly as
 parsing them byte by byte leaves it, from any state: margins, the alternate screen,
 insert mode, DEC graphics, a cursor anywhere, lines wider than the screen."""
 
@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ptyvisor.snapshot_ansi import scrollback_line
-from ptyvisor.terminal import HeadlessTerminal, _PlainRow, _Screen
+from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.terminal.screen import PlainRow, Screen
 
 from .test_fast_forward import assert_same, words_and_colours
 from .test_terminal import _fuzz_token
@@ -67,13 +68,13 @@ def byte_by_byte(data: bytes, cols: int, rows: int, scrollback: int) -> Headless
 def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many lines each batched scroll took (the real method, counted)."""
     taken: list[int] = []
-    scroll_in = _Screen._scroll_in
+    scroll_in = Screen._scroll_in
 
-    def counted(self: _Screen, fresh: Any) -> None:
+    def counted(self: Screen, fresh: Any) -> None:
         taken.append(len(fresh))
         scroll_in(self, fresh)
 
-    monkeypatch.setattr(_Screen, "_scroll_in", counted)
+    monkeypatch.setattr(Screen, "_scroll_in", counted)
     return taken
 
 
@@ -149,7 +150,7 @@ def test_rows_that_scroll_straight_in_keep_runs_that_draw_as_their_cells_do() ->
     screen = term._screen
     for offset in range(0, len(log), 3000):
         term.feed(log[offset : offset + 3000])
-    kept = [line for line in screen.scrollback if isinstance(line, _PlainRow)]
+    kept = [line for line in screen.scrollback if isinstance(line, PlainRow)]
     # Not all: rows on the screen when a batch began, and lines after a bare LF.
     assert len(kept) >= 50, f"only {len(kept)} of 100 rows were kept as runs"
     for cols in (30, 12):
@@ -159,6 +160,6 @@ def test_rows_that_scroll_straight_in_keep_runs_that_draw_as_their_cells_do() ->
             assert line.text(cols) == "".join(cell.data for cell in _cells(screen, line, cols))
 
 
-def _cells(screen: _Screen, line: _PlainRow, cols: int) -> list[Any]:
+def _cells(screen: Screen, line: PlainRow, cols: int) -> list[Any]:
     cells = screen.cells_of(line)
     return [cells[x] for x in range(cols)]

@@ -998,7 +998,7 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
     """The renderer draws new scrollback lines when idle (`draw_scrollback`): the next
     snapshot draws none of them again, and is the same as one drawn from nothing."""
     from ptyvisor import snapshot_ansi
-    from ptyvisor import terminal as terminal_module
+    from ptyvisor.terminal import screen as screen_module
 
     screen = HeadlessTerminal(40, 5, scrollback=100)
     screen.feed(b"".join(b"\x1b[3%dmline %d\x1b[0m\r\n" % (n % 8, n) for n in range(300)))
@@ -1011,12 +1011,12 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
         drawn.append(cols)
         return snapshot_ansi.scrollback_line(line, cols)
 
-    def counted_runs(runs: Any) -> str:  # lines kept as their runs (`_PlainRow`)
+    def counted_runs(runs: Any) -> str:  # lines kept as their runs (`PlainRow`)
         drawn.append(0)
         return snapshot_ansi.runs_line(runs)
 
-    monkeypatch.setattr(terminal_module, "scrollback_line", counted)
-    monkeypatch.setattr(terminal_module, "runs_line", counted_runs)
+    monkeypatch.setattr(screen_module, "scrollback_line", counted)
+    monkeypatch.setattr(screen_module, "runs_line", counted_runs)
     ahead = screen.snapshot().ansi
     assert drawn == []
     screen._screen.drawn.clear()
@@ -1077,8 +1077,8 @@ def test_scrollback_lines_with_wide_or_combined_cells_are_drawn_cell_by_cell() -
 
 
 def _as_line(cells: dict[int, Cell]) -> Any:
-    from ptyvisor.terminal import _Line
+    from ptyvisor.terminal.screen import ScreenLine
 
-    line = _Line()
+    line = ScreenLine()
     line.update(cells)
     return line

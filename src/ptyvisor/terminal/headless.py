@@ -1,0 +1,339 @@
+"""`HeadlessTerminal`, what a session's renderer holds: bytes in (decoded as UTF-8
+incrementally, plain floods fast-forwarded, see `ptyvisor.fast_forward`), and out
+the screen as a snapshot for a fresh terminal, as text, and the modes a client must
+mirror.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ptyvisor import fast_forward
+from ptyvisor.snapshot_ansi import (
+    Cell,
+    Line,
+    MouseEncoding,
+    MouseTracking,
+    SavedCursor,
+    ScreenState,
+    line_ansi,
+    render_snapshot,
+)
+from ptyvisor.terminal.parser import Parser
+from ptyvisor.terminal.screen import (
+    DECAWM,
+    DECOM,
+    EMPTY_LINE,
+    IRM,
+    LNM,
+    Buffer,
+    PlainRow,
+    SavedSlot,
+    Screen,
+    ScreenLine,
+    default_tabstops,
+)
+from ptyvisor.terminal.signals import TerminalSignal
+from ptyvisor.widths import char_width
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalModes:
+    """Input-affecting modes a client must mirror to talk to the program."""
+
+    alternate_screen: bool
+    application_cursor_keys: bool
+    application_keypad: bool
+    bracketed_paste: bool
+    mouse_tracking: MouseTracking
+    mouse_encoding: MouseEncoding
+    focus_events: bool
+    auto_wrap: bool
+    cursor_visible: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalSnapshot:
+    """The screen as output for a fresh terminal of ``cols`` x ``rows``, plus metadata."""
+
+    cols: int
+    rows: int
+    ansi: str
+    cursor_row: int
+    cursor_col: int
+    title: str
+    modes: TerminalModes
+
+
+_SKIP_MODES = re.compile(rb"\x1b\[\?([0-9;]*)([hl])|\x1b([=>])")
+
+
+class HeadlessTerminal:
+    """A terminal without a display: feed it a program's output, snapshot its screen.
+
+    ``on_reply`` receives what a real terminal would answer to the program's
+    queries (DA1, DA2, DSR 5, CPR), exactly once per query.
+    """
+
+    def __init__(
+        self,
+        cols: int,
+        rows: int,
+        *,
+        scrollback: int = 1000,
+        on_reply: Callable[[bytes], None] | None = None,
+    ) -> None:
+        if cols < 1 or rows < 1:
+            raise ValueError(f"terminal size must be positive, got {cols}x{rows}")
+        self._screen = Screen(cols, rows, scrollback)
+        self._parser = Parser(self._screen, on_reply)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.fast_forwarded = 0
+        """Bytes of plain floods left unparsed, their effect applied (`_fast_forward`)."""
+
+    @property
+    def cols(self) -> int:
+        return self._screen.columns
+
+    @property
+    def rows(self) -> int:
+        return self._screen.lines
+
+    def feed(self, data: bytes) -> None:
+        """Raw output bytes; UTF-8 and escape sequences may be split across calls."""
+        screen = self._screen
+        point = fast_forward.rebuild_point(
+            data, rows=screen.lines, scrollback=screen.scrollback.maxlen or 0
+        )
+        if point is not None:
+            self._parse(data[: point.start])
+            data = data[point.offset if self._fast_forward(point) else point.start :]
+        self._parse(data)
+
+    def _parse(self, data: bytes) -> None:
+        text = self._decoder.decode(data)
+        if text:
+            self._parser.feed(text)
+
+    def _fast_forward(self, point: fast_forward.RebuildPoint) -> bool:
+        """Apply the lasting effects of a plain flood's part that would only scroll
+        out of the scrollback (see `fast_forward`), if the terminal is at a clean
+        boundary on the main screen; exact."""
+        screen = self._screen
+        if (
+            screen.alt_active
+            or screen.margins is not None
+            or self._parser.unfinished()
+            or self._decoder.getstate()[0]
+        ):
+            return False
+        last = screen.last_graphic_in(point.tail)
+        if not last:
+            return False  # it lies further back: parse it all
+        for params in point.sgr:
+            screen.apply_sgr(params)
+        screen.last_graphic = last
+        screen.scroll_out()
+        self.fast_forwarded += point.offset - point.start
+        return True
+
+    def take_signals(self) -> list[TerminalSignal]:
+        """The signals seen since the last call, oldest first (at most `MAX_SIGNALS`,
+        the newest). Bytes passed to `skip` give none."""
+        signals = self._parser.signals
+        if not signals:
+            return []
+        taken = list(signals)
+        signals.clear()
+        return taken
+
+    def skip(self, data: bytes, start: int = 0, end: int | None = None) -> None:
+        """Bytes not rendered (a flood): apply only their private mode changes and the
+        keypad mode, then start the next feed from a clean parser and decoder.
+        ``start``/``end`` bound the scan within ``data`` without copying it."""
+        screen = self._screen
+        stop = len(data) if end is None else end
+        for m in _SKIP_MODES.finditer(data, start, stop):
+            if m.group(3):
+                screen.application_keypad = m.group(3) == b"="
+                continue
+            modes = [int(p) for p in m.group(1).split(b";") if p.isdigit() and len(p) <= 5]
+            if m.group(2) == b"h":
+                screen.set_mode(*modes, private=True)
+            else:
+                screen.reset_mode(*modes, private=True)
+        self._decoder.reset()
+        self._parser.reset()
+
+    def resize(self, cols: int, rows: int) -> None:
+        if cols < 1 or rows < 1:
+            raise ValueError(f"terminal size must be positive, got {cols}x{rows}")
+        self._screen.resize(rows, cols)
+
+    @property
+    def title(self) -> str:
+        return self._screen.title
+
+    @property
+    def modes(self) -> TerminalModes:
+        s = self._screen
+        return TerminalModes(
+            alternate_screen=s.alt_active,
+            application_cursor_keys=s.application_cursor_keys,
+            application_keypad=s.application_keypad,
+            bracketed_paste=s.bracketed_paste,
+            mouse_tracking=s.mouse_tracking,
+            mouse_encoding=s.mouse_encoding,
+            focus_events=s.focus_events,
+            auto_wrap=DECAWM in s.mode,
+            cursor_visible=not s.cursor.hidden,
+        )
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """(row, col), 0-based; a pending wrap reads as the last column."""
+        s = self._screen
+        return s.cursor.y, min(s.cursor.x, s.columns - 1)
+
+    def line(self, row: int) -> list[Cell]:
+        """The cells of a visible row (wide characters: the cell, then a ``""`` cell)."""
+        line = self._screen.buffer.get(row, EMPTY_LINE)
+        return [line[x] for x in range(self._screen.columns)]
+
+    @property
+    def display(self) -> list[str]:
+        """The visible rows as text, one character per cell (wide: one per two)."""
+        cols = self._screen.columns
+        return [_text(self._screen.buffer.get(y, EMPTY_LINE), cols) for y in range(self.rows)]
+
+    @property
+    def scrollback(self) -> list[str]:
+        """The main screen's scrollback as text, oldest first."""
+        cols = self._screen.columns
+        return [
+            line.text(cols) if isinstance(line, PlainRow) else _text(line, cols)
+            for line in self._screen.scrollback
+        ]
+
+    def text(self, *, scrollback: int = 0, ansi: bool = False) -> tuple[list[str], list[str]]:
+        """(the last ``scrollback`` lines of scrollback (-1: all), the visible rows):
+        plain text with trailing blanks trimmed, or with SGR colours (``ansi``)."""
+        cols = self._screen.columns
+        kept = list(self._screen.scrollback)
+        if scrollback >= 0:
+            kept = kept[len(kept) - scrollback :] if scrollback else []
+        history = list(map(self._screen.cells_of, kept))  # cells only for what is asked
+        rows = [self._screen.buffer.get(y, EMPTY_LINE) for y in range(self.rows)]
+
+        def show(line: ScreenLine) -> str:
+            return line_ansi(line, cols) if ansi else _text(line, cols).rstrip()
+
+        return [show(line) for line in history], [show(line) for line in rows]
+
+    @property
+    def undecoded(self) -> int:
+        """Bytes fed but held by the UTF-8 decoder: the start of a character whose
+        rest has not arrived (a snapshot is taken before them, see `snapshot`)."""
+        return len(self._decoder.getstate()[0])
+
+    @property
+    def scrollback_undrawn(self) -> int:
+        return self._screen.undrawn
+
+    def draw_scrollback(self) -> None:
+        """Draw the lines that went into the scrollback since last time, so that the
+        next snapshot finds them drawn (the renderer calls this when it is idle)."""
+        s = self._screen
+        if not s.undrawn:
+            return
+        if len(s.drawn) > len(s.scrollback) + 256:  # lines gone from the history
+            self._drawn_scrollback()
+            return
+        for line in itertools.islice(reversed(s.scrollback), s.undrawn):
+            s.drawn[id(line)] = s.drawing(line)
+        s.undrawn = 0
+
+    def _drawn_scrollback(self) -> list[str]:
+        """The scrollback as snapshots draw it, each line drawn once and kept (a cold
+        attach with 1000 lines of it would otherwise draw them all each time)."""
+        s = self._screen
+        drawn = {}
+        texts = []
+        for line in s.scrollback:
+            hit = drawn[id(line)] = s.drawing(line)
+            texts.append(hit[2])
+        s.drawn = drawn
+        s.undrawn = 0
+        return texts
+
+    def snapshot(self, *, include_scrollback: bool = True) -> TerminalSnapshot:
+        """The screen as output for a fresh terminal. A sequence the parser is in the
+        middle of is carried at the end of ``ansi`` (`Parser.unfinished`), so the
+        next bytes of the stream complete it there too; the bytes of an unfinished
+        UTF-8 character (`undecoded`) are not, and must be sent again after it."""
+        s = self._screen
+        cols, rows = s.columns, s.lines
+        main_buffer = s.main_buffer if s.main_buffer is not None else s.buffer
+
+        def lines(buffer: Buffer) -> list[Line]:
+            return [buffer.get(y, EMPTY_LINE) for y in range(rows)]
+
+        def saved(slot: SavedSlot | None) -> SavedCursor | None:
+            if slot is None:
+                return None
+            return SavedCursor(min(slot.x, cols - 1), min(slot.y, rows - 1), slot.attrs)
+
+        modes = self.modes
+        state = ScreenState(
+            cols=cols,
+            rows=rows,
+            main=lines(main_buffer),
+            alt=lines(s.buffer) if s.alt_active else None,
+            scrollback=self._drawn_scrollback() if include_scrollback else [],
+            cursor_x=s.cursor.x,
+            cursor_y=s.cursor.y,
+            pen=s.cursor.attrs,
+            cursor_visible=modes.cursor_visible,
+            title=s.title,
+            saved_main=saved(s.saved[0]),
+            saved_alt=saved(s.saved[1]),
+            margins=s._region() if s.margins is not None else None,
+            origin_mode=DECOM in s.mode,
+            auto_wrap=modes.auto_wrap,
+            insert_mode=IRM in s.mode,
+            newline_mode=LNM in s.mode,
+            reverse_video=s.reverse_video,
+            application_cursor_keys=modes.application_cursor_keys,
+            application_keypad=modes.application_keypad,
+            bracketed_paste=modes.bracketed_paste,
+            mouse_tracking=modes.mouse_tracking,
+            mouse_encoding=modes.mouse_encoding,
+            focus_events=modes.focus_events,
+            cursor_style=s.cursor_style,
+            g0_graphics=s.g0_graphics,
+            g1_graphics=s.g1_graphics,
+            shifted_out=s.charset == 1,
+            tabstops=None if s.tabstops == default_tabstops(cols) else frozenset(s.tabstops),
+        )
+        return TerminalSnapshot(
+            cols=cols,
+            rows=rows,
+            ansi=render_snapshot(state, include_scrollback=include_scrollback)
+            + self._parser.unfinished(),
+            cursor_row=s.cursor.y,
+            cursor_col=min(s.cursor.x, cols - 1),
+            title=s.title,
+            modes=modes,
+        )
+
+
+def _text(line: ScreenLine, cols: int) -> str:
+    """A line as text; a wide character cut by the right edge shows as a blank."""
+    chars = [line[x].data for x in range(cols)]
+    if chars[-1] and char_width(chars[-1][0]) == 2:
+        chars[-1] = " "
+    return "".join(chars)

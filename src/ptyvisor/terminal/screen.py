@@ -1,0 +1,957 @@
+"""The screen model: pyte's `Screen` subclassed with the fixes the package docstring
+lists, an alternate screen, a bounded scrollback, and the fast paths that make
+drawing cheap (runs of one-cell characters stored with one ``dict.update``; whole
+plain lines built as rows and scrolled in once per batch, see `Screen.plain_lines`).
+
+Rows are sparse `ScreenLine` dicts of immutable `Cell` tuples, so a row that is
+mostly blank costs little. A row that goes straight into the scrollback without
+ever being on screen is kept as the runs it was drawn in (`PlainRow`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, Protocol
+
+import pyte
+from pyte import modes as mo
+from pyte.screens import Margins
+
+from ptyvisor.snapshot_ansi import (
+    BLANK,
+    Cell,
+    MouseEncoding,
+    MouseTracking,
+    runs_line,
+    scrollback_line,
+)
+from ptyvisor.terminal.sgr import apply_sgr
+from ptyvisor.terminal.signals import CONTROLS
+from ptyvisor.widths import ONE_CELL_RUN, char_width
+
+DECAWM: int = mo.DECAWM
+_DECTCEM: int = mo.DECTCEM
+DECOM: int = mo.DECOM
+IRM: int = mo.IRM
+LNM: int = mo.LNM
+
+_MOUSE_TRACKING: dict[int, MouseTracking] = {
+    9: "x10",
+    1000: "normal",
+    1002: "button",
+    1003: "any",
+}
+_MOUSE_ENCODING: dict[int, MouseEncoding] = {
+    1005: "utf8",
+    1006: "sgr",
+    1015: "urxvt",
+    1016: "sgr_pixels",
+}
+
+_DEC_GRAPHICS_KEYS = "`abcdefghijklmnopqrstuvwxyz{|}~"
+_DEC_GRAPHICS_VALUES = "◆▒␉␌␍␊°±␤␋┘┐┌└┼⎺⎻─⎼⎽├┤┴┬│≤≥π≠£·"
+_DEC_GRAPHICS = {ord(k): v for k, v in zip(_DEC_GRAPHICS_KEYS, _DEC_GRAPHICS_VALUES, strict=True)}
+"""DEC Special Graphics (``ESC ( 0``): what ncurses uses for line drawing."""
+
+_width = char_width
+_SGR_SPLIT = re.compile(r"\x1b\[([0-9;]*)m").split
+_ONE_CELL_SPLIT = re.compile(f"({ONE_CELL_RUN.pattern})").split
+
+
+class ScreenLine(dict[int, Cell]):
+    """A sparse screen line: missing columns read as BLANK without being stored."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: int) -> Cell:
+        return BLANK
+
+
+EMPTY_LINE = ScreenLine()
+
+Runs = list[tuple[Cell, str]]
+"""A row of one-cell ASCII text drawn from column 0: (pen, text) in order; a pen is a
+cell whose style and link are the run's (its data is not used)."""
+
+
+class PlainRow:
+    """A scrollback line that `Screen.plain_lines` built and that was never on the
+    screen, kept as the runs it was drawn in: a twentieth of the memory of its cells,
+    none of the time to make them, and drawn for snapshots straight from the runs.
+    `Screen.cells_of` makes its cells when something needs them."""
+
+    __slots__ = ("runs",)
+
+    def __init__(self, runs: Runs) -> None:
+        self.runs = runs
+
+    @property
+    def width(self) -> int:
+        return sum(len(text) for _, text in self.runs)
+
+    def text(self, cols: int) -> str:
+        return "".join(text for _, text in self.runs).ljust(cols)[:cols]
+
+
+ScrollbackLine = ScreenLine | PlainRow
+
+
+class _CellCache(dict[str, Cell]):
+    """Cells of one style by character, so drawing reuses immutable cells."""
+
+    __slots__ = ("style",)
+
+    def __init__(self, attrs: Cell) -> None:
+        super().__init__()
+        self.style = tuple(attrs[1:])
+
+    def __missing__(self, data: str) -> Cell:
+        cell = _new_cell(Cell, (data, *self.style))
+        self[data] = cell
+        return cell
+
+
+_new_cell: Callable[[type[Cell], tuple[object, ...]], Cell] = tuple.__new__
+"""Builds a Cell from a full tuple without NamedTuple's slower keyword path."""
+
+
+class _Cursor(Protocol):
+    x: int
+    y: int
+    attrs: Cell
+    hidden: bool
+
+
+class SavedSlot(NamedTuple):
+    """A DECSC slot."""
+
+    x: int
+    y: int
+    attrs: Cell
+    g0_graphics: bool
+    g1_graphics: bool
+    charset: int
+    origin: bool
+
+
+Buffer = defaultdict[int, ScreenLine]
+
+
+def _new_buffer() -> Buffer:
+    return defaultdict(ScreenLine)
+
+
+class Screen(pyte.Screen):
+    """pyte's Screen with the fixes listed in the module docstring."""
+
+    columns: int
+    lines: int
+    buffer: Buffer  # type: ignore[assignment]  # pyte's lines hold pyte Chars
+    cursor: _Cursor  # type: ignore[assignment]
+    mode: set[int]
+    margins: Margins | None
+    title: str
+    charset: int
+    tabstops: set[int]
+
+    def __init__(self, columns: int, lines: int, scrollback: int) -> None:
+        self.scrollback: deque[ScrollbackLine] = deque(maxlen=max(0, scrollback))
+        self.drawn: dict[int, tuple[ScrollbackLine, int, str]] = {}
+        """Scrollback lines as snapshots draw them, by id: (line, cols, text). A line
+        in the scrollback never changes, unless a resize pulls it back on screen
+        (then it is forgotten here); see `HeadlessTerminal.snapshot`."""
+        self.undrawn = 0
+        """Lines that went into the scrollback since the last drawing (at most)."""
+        self.main_buffer: Buffer | None = None  # the main screen while the alt one shows
+        self._sgr_cache: dict[tuple[Cell, str], Cell] = {}
+        self._cell_caches: dict[Cell, _CellCache] = {}
+        self._init_state()
+        super().__init__(columns, lines)
+        self.buffer = _new_buffer()
+
+    def _init_state(self) -> None:
+        """State pyte does not have; also what RIS resets."""
+        self.saved: list[SavedSlot | None] = [None, None]  # DECSC slots: main, alt
+        self.g0_graphics = False
+        self.g1_graphics = False
+        self.application_cursor_keys = False
+        self.application_keypad = False
+        self.bracketed_paste = False
+        self.mouse_tracking: MouseTracking = "off"
+        self.mouse_encoding: MouseEncoding = "default"
+        self.focus_events = False
+        self.reverse_video = False
+        self.cursor_style = 0
+        self.title_stack: list[str] = []
+        self.last_graphic = ""
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def default_char(self) -> Cell:  # type: ignore[override]
+        """Always BLANK: reverse video (DECSCNM) is a flag, not baked into cells."""
+        return BLANK
+
+    @property
+    def alt_active(self) -> bool:
+        return self.main_buffer is not None
+
+    def reset(self) -> None:
+        """RIS: back to the main screen, then pyte's reset plus our own state."""
+        if self.main_buffer is not None:
+            self.buffer = self.main_buffer
+            self.main_buffer = None
+        super().reset()
+        self._init_state()
+        self.cursor.attrs = BLANK
+
+    def _blank(self) -> Cell:
+        """What erasing writes: only the background colour survives (BCE)."""
+        bg = self.cursor.attrs.bg
+        return BLANK if bg == "default" else BLANK._replace(bg=bg)
+
+    # -- drawing -------------------------------------------------------------
+
+    def _cells(self, attrs: Cell) -> _CellCache:
+        cache = self._cell_caches.get(attrs)
+        if cache is None:
+            if len(self._cell_caches) > 1024:
+                self._cell_caches.clear()
+            cache = self._cell_caches[attrs] = _CellCache(attrs)
+        return cache
+
+    def draw(self, data: str) -> None:
+        """Draw printable text (the parser never passes control characters)."""
+        if self.g1_graphics if self.charset else self.g0_graphics:
+            data = data.translate(_DEC_GRAPHICS)
+        if IRM in self.mode:
+            self._draw_unicode(data)
+        elif data.isascii():
+            self._draw_narrow(data)
+        else:
+            # Alternating: other characters, a run of one-cell ones, other, ...
+            for i, part in enumerate(_ONE_CELL_SPLIT(data)):
+                if i % 2:
+                    self._draw_narrow(part)
+                elif part:
+                    self._draw_unicode(part)
+
+    def _draw_narrow(self, data: str) -> None:
+        """One-cell characters only: whole runs per line with one dict.update."""
+        cursor = self.cursor
+        x = cursor.x
+        end = x + len(data)
+        if end <= self.columns:  # the common case, inline: the run fits on its row
+            self.last_graphic = data[-1]
+            line = self.buffer[cursor.y]
+            if line:
+                self._split_wide(line, x, end)
+            drawn = map(self._cells(cursor.attrs).__getitem__, data)
+            line.update(zip(range(x, end), drawn, strict=True))
+            cursor.x = end if end < self.columns or DECAWM in self.mode else end - 1
+            return
+        cells = self._cells(cursor.attrs)
+        get_cell = cells.__getitem__
+        cols = self.columns
+        autowrap = DECAWM in self.mode
+        self.last_graphic = data[-1]
+        count = len(data)
+        i = 0
+        while i < count:
+            x = cursor.x
+            if x >= cols:  # only with autowrap: without, the cursor stops at cols - 1
+                if not autowrap:  # everything left lands on the last column
+                    line = self.buffer[cursor.y]
+                    self._split_wide(line, cols - 1, cols)
+                    line[cols - 1] = get_cell(data[-1])
+                    cursor.x = cols - 1
+                    return
+                cursor.x = 0
+                self.index()
+                x = 0
+            line = self.buffer[cursor.y]
+            end = min(cols, x + count - i)
+            self._split_wide(line, x, end)
+            line.update(zip(range(x, end), map(get_cell, data[i : i + end - x]), strict=True))
+            i += end - x
+            cursor.x = end if autowrap or end < cols else cols - 1
+
+    def _draw_unicode(self, data: str) -> None:
+        cursor = self.cursor
+        cells = self._cells(cursor.attrs)
+        cols = self.columns
+        autowrap = DECAWM in self.mode
+        insert = IRM in self.mode
+        for char in data:
+            width = _width(char)
+            if width <= 0:
+                if width == 0:
+                    self._attach(char)
+                continue  # unprintable: skip it, never the rest of the run
+            if width > cols:
+                continue
+            x = cursor.x
+            if x + width > cols:
+                if autowrap:  # a wide character that does not fit wraps whole
+                    cursor.x = 0
+                    self.index()
+                    x = 0
+                else:
+                    x = cols - width
+            cursor.x = x
+            if insert:
+                self.insert_characters(width)
+            line = self.buffer[cursor.y]
+            self._split_wide(line, x, x + width)
+            line[x] = cells[char]
+            if width == 2:
+                line[x + 1] = cells[""]
+            cursor.x = x + width if autowrap or x + width < cols else cols - 1
+            self.last_graphic = char
+
+    @staticmethod
+    def _split_wide(line: ScreenLine, start: int, end: int) -> None:
+        """Before overwriting [start, end): blank wide characters cut in half."""
+        cell = line.get(start)
+        if cell is not None and cell.data == "" and start > 0:
+            line[start - 1] = line[start - 1]._replace(data=" ")
+        cell = line.get(end)
+        if cell is not None and cell.data == "":
+            line[end] = cell._replace(data=" ")
+
+    def _attach(self, char: str) -> None:
+        """Append a zero-width character (combining, ZWJ, VS16) to the previous cell."""
+        x = min(self.cursor.x, self.columns) - 1
+        if x < 0:
+            return
+        line = self.buffer[self.cursor.y]
+        cell = line[x]
+        if cell.data == "" and x > 0:
+            x -= 1
+            cell = line[x]
+        if len(cell.data) < 32:
+            line[x] = cell._replace(data=unicodedata.normalize("NFC", cell.data + char))
+
+    def last_graphic_in(self, text: str) -> str:
+        """The character `draw` would leave in ``last_graphic`` after ``text``
+        (plain text: no controls but CR, LF, TAB and BS), or "" if none."""
+        if self.g1_graphics if self.charset else self.g0_graphics:
+            text = text.translate(_DEC_GRAPHICS)
+        for char in reversed(text):
+            if 0 < _width(char) <= self.columns:
+                return char
+        return ""
+
+    def scroll_out(self) -> None:
+        """What a flood's lines do at the bottom row: scroll the whole screen into
+        the scrollback, leaving it blank with the cursor at the bottom left."""
+        cursor = self.cursor
+        cursor.y = self.lines - 1
+        for _ in range(self.lines):
+            self.index()
+        cursor.x = 0
+
+    def repeat(self, count: int) -> None:
+        """REP: repeat the last graphic character."""
+        if self.last_graphic:
+            self.draw(self.last_graphic * max(1, min(count, self.columns * self.lines)))
+
+    def plain_lines(self, lines: list[str]) -> None:
+        """Lines of printable ASCII and SGR (``_PLAIN_BLOCK``), each followed by CR LF:
+        exactly what drawing, SGR, CR and LF would do one by one, but a line that
+        starts on a blank bottom row of a full-screen region (a log's or a flood's
+        line) is built whole, and the rows it pushes up move in one go at the end,
+        not one dict renumbering per line feed."""
+        fresh: list[Runs] = []
+        cols = self.columns
+        batched = False
+        for text in lines:
+            if not batched:
+                batched = self._can_batch()
+            plain = "\x1b" not in text
+            if batched and plain and len(text) <= cols:  # most lines: one run, one row
+                if text:
+                    fresh.append([(self.cursor.attrs, text)])
+                    self.last_graphic = text[-1]
+                else:
+                    fresh.append([])
+                continue
+            parts = [text] if plain else _SGR_SPLIT(text)
+            if batched and (DECAWM in self.mode or sum(map(len, parts[::2])) <= cols):
+                fresh += self._plain_rows(parts)
+                continue
+            if fresh:
+                self._scroll_in(fresh)
+                fresh = []
+            batched = False
+            for i, part in enumerate(parts):
+                if i % 2:
+                    self.apply_sgr(part)
+                elif part:
+                    self.draw(part)
+            self.carriage_return()
+            self.linefeed()
+        if fresh:
+            self._scroll_in(fresh)
+
+    def _can_batch(self) -> bool:
+        """Whether the next line starts at the left of a blank bottom row whose line
+        feed scrolls the whole screen, and draws as plain one-cell characters (insert
+        mode draws the same on a blank row)."""
+        cursor = self.cursor
+        bottom = self.lines - 1
+        return (
+            cursor.x == 0
+            and cursor.y == bottom
+            and self.margins is None
+            and not self.buffer.get(bottom)
+            and not (self.g1_graphics if self.charset else self.g0_graphics)
+        )
+
+    def _plain_rows(self, parts: list[str]) -> list[Runs]:
+        """The rows drawing ``parts`` (text, SGR, text, ...) from column 0 of the blank
+        bottom row makes (more than one when it wraps), as runs."""
+        cols = self.columns
+        runs: Runs = []
+        made = [runs]
+        x = 0
+        for i, part in enumerate(parts):
+            if i % 2:
+                self.apply_sgr(part)
+                continue
+            if not part:
+                continue
+            pen = self.cursor.attrs
+            if x + len(part) <= cols:
+                runs.append((pen, part))
+                x += len(part)
+            else:
+                start = 0
+                while start < len(part):
+                    if x == cols:  # autowrap: the next row scrolls in, as LF would
+                        runs, x = [], 0
+                        made.append(runs)
+                    piece = part[start : start + cols - x]
+                    runs.append((pen, piece))
+                    x += len(piece)
+                    start += len(piece)
+            self.last_graphic = part[-1]
+        return made
+
+    def _row_of(self, runs: Runs) -> ScreenLine:
+        row = ScreenLine()
+        x = 0
+        for pen, text in runs:
+            cells = map(self._cells(pen).__getitem__, text)
+            row.update(zip(range(x, x + len(text)), cells, strict=True))
+            x += len(text)
+        return row
+
+    def cells_of(self, line: ScrollbackLine) -> ScreenLine:
+        """A scrollback line's cells."""
+        return line if isinstance(line, ScreenLine) else self._row_of(line.runs)
+
+    def _scroll_in(self, fresh: list[Runs]) -> None:
+        """Each of ``fresh`` was drawn on the blank bottom row, then a line feed
+        scrolled the screen up one row: what leaves the top goes to the scrollback
+        (main screen only), and the bottom row is blank again. A fresh row that goes
+        straight into the scrollback never had cells on the screen, so it gets none
+        (`PlainRow`): most of a flood's lines."""
+        lines = self.lines
+        out = len(fresh)
+        straight = max(0, out - (lines - 1))
+        old: list[ScreenLine | None] = [self.buffer.get(y) for y in range(lines - 1)]
+        if self.main_buffer is None:
+            self.scrollback.extend(row if row is not None else ScreenLine() for row in old[:out])
+            kept = self.scrollback.maxlen or 0
+            first = max(0, straight - kept)
+            self.scrollback.extend(map(PlainRow, itertools.islice(fresh, first, straight)))
+            self.undrawn += out
+        screen = old[out:] + [self._row_of(runs) for runs in fresh[straight:]]
+        self.buffer = defaultdict(
+            ScreenLine, {y: row for y, row in enumerate(screen) if row is not None}
+        )
+
+    def drawing(self, line: ScrollbackLine) -> tuple[ScrollbackLine, int, str]:
+        """Scrollback ``line`` as a snapshot draws it, for `drawn`: kept from before,
+        drawn from its runs if it has them (and they fit the width), or from its cells."""
+        cols = self.columns
+        hit = self.drawn.get(id(line))
+        if hit is not None and hit[0] is line and hit[1] == cols:
+            return hit
+        if isinstance(line, PlainRow) and line.width <= cols:
+            return line, cols, runs_line(line.runs)
+        return line, cols, scrollback_line(self.cells_of(line), cols)
+
+    # -- scrolling -----------------------------------------------------------
+
+    def _region(self) -> tuple[int, int]:
+        if self.margins is None:
+            return 0, self.lines - 1
+        return int(self.margins.top), int(self.margins.bottom)
+
+    def _move_rows(self, top: int, bottom: int, count: int) -> None:
+        """Move rows ``top``..``bottom`` down by ``count`` (up when negative); rows
+        that would come from outside that range are blank. Scrolling a partial region,
+        inserting and deleting lines are all this."""
+        buffer = self.buffer
+        rows = range(bottom, top - 1, -1) if count > 0 else range(top, bottom + 1)
+        for y in rows:
+            source = y - count
+            line = buffer.pop(source, None) if top <= source <= bottom else None
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+
+    def index(self) -> None:
+        """IND/LF: scroll the region at its bottom, capturing main-screen scrollback."""
+        cursor = self.cursor
+        if cursor.x >= self.columns:
+            cursor.x = self.columns - 1
+        top, bottom = self._region()
+        if cursor.y != bottom:
+            if cursor.y < self.lines - 1:
+                cursor.y += 1
+            return
+        buffer = self.buffer
+        if top == 0 and bottom == self.lines - 1:
+            first = buffer.pop(0) if 0 in buffer else ScreenLine()
+            if self.main_buffer is None:
+                self.scrollback.append(first)
+                self.undrawn += 1
+            # Renumbering in one comprehension beats moving rows one by one.
+            self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
+            return
+        self._move_rows(top, bottom, -1)
+
+    def reverse_index(self) -> None:
+        """RI: scroll the region down at its top."""
+        cursor = self.cursor
+        if cursor.x >= self.columns:
+            cursor.x = self.columns - 1
+        top, bottom = self._region()
+        if cursor.y != top:
+            if cursor.y > 0:
+                cursor.y -= 1
+            return
+        self._move_rows(top, bottom, 1)
+
+    def scroll_up(self, count: int = 0) -> None:
+        """SU: like that many line feeds at the bottom margin (so the main screen's
+        scrollback gets the lines); the cursor stays."""
+        self._scroll_in_place(count, self.index, at_top=False)
+
+    def scroll_down(self, count: int = 0) -> None:
+        """SD: like that many reverse indexes at the top margin; the cursor stays."""
+        self._scroll_in_place(count, self.reverse_index, at_top=True)
+
+    def _scroll_in_place(self, count: int, step: Callable[[], None], *, at_top: bool) -> None:
+        top, bottom = self._region()
+        x, y = self.cursor.x, self.cursor.y
+        self.cursor.y = top if at_top else bottom
+        for _ in range(min(count or 1, bottom - top + 1)):
+            step()
+        self.cursor.x, self.cursor.y = x, y
+
+    def set_margins(self, top: int | None = None, bottom: int | None = None) -> None:
+        """DECSTBM: 0 or missing means the screen edge; always homes the cursor."""
+        t = max(0, (top or 1) - 1)
+        b = min(self.lines - 1, (bottom or self.lines) - 1)
+        if b <= t:
+            return  # invalid regions are ignored, as xterm does
+        self.margins = None if (t, b) == (0, self.lines - 1) else Margins(t, b)
+        self.cursor_position()
+
+    def insert_lines(self, count: int | None = None) -> None:
+        top, bottom = self._region()
+        y0 = self.cursor.y
+        if not top <= y0 <= bottom:
+            return
+        self._move_rows(y0, bottom, min(count or 1, bottom - y0 + 1))
+        self.cursor.x = 0
+
+    def delete_lines(self, count: int | None = None) -> None:
+        top, bottom = self._region()
+        y0 = self.cursor.y
+        if not top <= y0 <= bottom:
+            return
+        self._move_rows(y0, bottom, -min(count or 1, bottom - y0 + 1))
+        self.cursor.x = 0
+
+    # -- erasing -------------------------------------------------------------
+
+    def _erase(self, line: ScreenLine, start: int, end: int) -> None:
+        if start >= end:
+            return
+        self._split_wide(line, start, end)
+        blank = self._blank()
+        if blank is BLANK:
+            for x in [x for x in line if start <= x < end]:
+                del line[x]
+        else:
+            line.update(dict.fromkeys(range(start, end), blank))
+
+    def insert_characters(self, count: int | None = None) -> None:
+        """ICH, keeping wide characters whole or blanking them."""
+        cols = self.columns
+        x = min(self.cursor.x, cols - 1)
+        count = min(count or 1, cols - x)
+        line = self.buffer[self.cursor.y]
+        self._split_wide(line, x, x)
+        moved = {k + count: c for k, c in line.items() if x <= k < cols - count}
+        for k in [k for k in line if k >= x]:
+            del line[k]
+        line.update(moved)
+        blank = self._blank()
+        if blank is not BLANK:
+            line.update(dict.fromkeys(range(x, x + count), blank))
+        last = line.get(cols - 1)
+        if last is not None and last.data and _width(last.data[0]) == 2:
+            line[cols - 1] = last._replace(data=" ")
+
+    def delete_characters(self, count: int | None = None) -> None:
+        """DCH, keeping wide characters whole or blanking them."""
+        cols = self.columns
+        x = min(self.cursor.x, cols - 1)
+        count = min(count or 1, cols - x)
+        line = self.buffer[self.cursor.y]
+        self._split_wide(line, x, x + count)
+        moved = {k - count: c for k, c in line.items() if k >= x + count}
+        for k in [k for k in line if k >= x]:
+            del line[k]
+        line.update(moved)
+        blank = self._blank()
+        if blank is not BLANK:
+            line.update(dict.fromkeys(range(cols - count, cols), blank))
+
+    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+        x = min(self.cursor.x, self.columns - 1)
+        line = self.buffer[self.cursor.y]
+        if how == 0:
+            self._erase(line, x, self.columns)
+        elif how == 1:
+            self._erase(line, 0, x + 1)
+        elif how == 2:
+            self._erase(line, 0, self.columns)
+
+    def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
+        """ED; 3 clears the scrollback only, as in xterm."""
+        if how == 3:
+            self.scrollback.clear()
+            return
+        if how == 0:
+            self.erase_in_line(0)
+            rows: Iterable[int] = range(self.cursor.y + 1, self.lines)
+        elif how == 1:
+            self.erase_in_line(1)
+            rows = range(self.cursor.y)
+        elif how == 2:
+            rows = range(self.lines)
+        else:
+            return
+        blank = self._blank()
+        for y in rows:
+            if blank is BLANK:
+                self.buffer.pop(y, None)
+            else:
+                self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), blank))
+
+    def erase_characters(self, count: int | None = None) -> None:
+        x = min(self.cursor.x, self.columns - 1)
+        self._erase(self.buffer[self.cursor.y], x, min(self.columns, x + (count or 1)))
+
+    # -- cursor --------------------------------------------------------------
+
+    def cursor_up(self, count: int | None = None) -> None:
+        """CUU: stops at the top margin only when starting inside the region."""
+        top, _ = self._region()
+        cursor = self.cursor
+        limit = top if cursor.y >= top else 0
+        cursor.y = max(cursor.y - (count or 1), limit)
+        cursor.x = min(cursor.x, self.columns - 1)
+
+    def cursor_down(self, count: int | None = None) -> None:
+        """CUD: stops at the bottom margin only when starting inside the region."""
+        _, bottom = self._region()
+        cursor = self.cursor
+        limit = bottom if cursor.y <= bottom else self.lines - 1
+        cursor.y = min(cursor.y + (count or 1), limit)
+        cursor.x = min(cursor.x, self.columns - 1)
+
+    def cursor_position(self, line: int | None = None, column: int | None = None) -> None:
+        """CUP as pyte's, without its helper calls (TUIs send one per few cells)."""
+        y = (line or 1) - 1
+        x = (column or 1) - 1
+        margins = self.margins
+        top, bottom = 0, self.lines - 1
+        if margins is not None and DECOM in self.mode:
+            top, bottom = int(margins.top), int(margins.bottom)
+            y += top
+            if not top <= y <= bottom:
+                return
+        cursor = self.cursor
+        cursor.x = min(max(0, x), self.columns - 1)
+        cursor.y = min(max(top, y), bottom)
+
+    def cursor_to_line(self, line: int | None = None) -> None:
+        """VPA, relative to the region in origin mode (pyte asserts margins exist)."""
+        top, bottom = self._region()
+        if DECOM in self.mode:
+            self.cursor.y = min(top + (line or 1) - 1, bottom)
+        else:
+            self.cursor.y = min((line or 1) - 1, self.lines - 1)
+        self.cursor.x = min(self.cursor.x, self.columns - 1)
+
+    def set_tab_stop(self) -> None:
+        self.tabstops.add(min(self.cursor.x, self.columns - 1))
+
+    def alignment_display(self) -> None:
+        """DECALN: the screen full of E (pyte kept wide characters' right halves)."""
+        for y in range(self.lines):
+            self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), Cell("E")))
+
+    def tab(self) -> None:
+        x = self.cursor.x
+        stop = min((s for s in self.tabstops if s > x), default=self.columns - 1)
+        self.cursor.x = min(stop, self.columns - 1)
+
+    def back_tab(self, count: int = 0) -> None:
+        for _ in range(count or 1):
+            x = min(self.cursor.x, self.columns - 1)
+            self.cursor.x = max((s for s in self.tabstops if s < x), default=0)
+
+    def forward_tab(self, count: int = 0) -> None:
+        for _ in range(min(count or 1, self.columns)):
+            self.tab()
+
+    def save_cursor(self) -> None:
+        """DECSC into the slot of the current buffer (xterm keeps one per buffer)."""
+        c = self.cursor
+        self.saved[self.alt_active] = SavedSlot(
+            min(c.x, self.columns - 1),
+            c.y,
+            c.attrs,
+            self.g0_graphics,
+            self.g1_graphics,
+            self.charset,
+            DECOM in self.mode,
+        )
+
+    def restore_cursor(self) -> None:
+        """DECRC: exact position (clamped into the margins only in origin mode, not
+        always as pyte did); visibility untouched."""
+        saved = self.saved[self.alt_active]
+        if saved is None:
+            saved = SavedSlot(0, 0, BLANK, False, False, 0, False)
+        if saved.origin:
+            self.mode.add(DECOM)
+        else:
+            self.mode.discard(DECOM)
+        self.g0_graphics, self.g1_graphics = saved.g0_graphics, saved.g1_graphics
+        self.charset = saved.charset
+        self.cursor.attrs = saved.attrs
+        self.cursor.x = min(saved.x, self.columns - 1)
+        self.cursor.y = min(saved.y, self.lines - 1)
+        if saved.origin:  # as xterm: in origin mode the cursor stays in the region
+            top, bottom = self._region()
+            self.cursor.y = max(top, min(self.cursor.y, bottom))
+
+    def define_charset(self, code: str, mode: str) -> None:
+        graphics = code == "0"
+        if mode == "(":
+            self.g0_graphics = graphics
+        elif mode == ")":
+            self.g1_graphics = graphics
+
+    def soft_reset(self) -> None:
+        """DECSTR (``CSI ! p``)."""
+        self.mode.discard(IRM)
+        self.mode.discard(DECOM)
+        self.mode.add(DECAWM)
+        self.mode.add(_DECTCEM)
+        self.cursor.hidden = False
+        self.application_cursor_keys = False
+        self.application_keypad = False
+        self.margins = None
+        self.cursor.attrs = BLANK
+        self.g0_graphics = self.g1_graphics = False
+        self.charset = 0
+        self.saved[self.alt_active] = None
+
+    # -- modes ---------------------------------------------------------------
+
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        self._modes(modes, bool(kwargs.get("private")), on=True)
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        self._modes(modes, bool(kwargs.get("private")), on=False)
+
+    def _modes(self, modes: Iterable[int], private: bool, *, on: bool) -> None:
+        if not private:
+            for m in modes:
+                if m in (IRM, LNM):
+                    (self.mode.add if on else self.mode.discard)(m)
+            return
+        for m in modes:
+            if m == 1:
+                self.application_cursor_keys = on
+            elif m == 5:
+                self.reverse_video = on
+            elif m == 6:
+                (self.mode.add if on else self.mode.discard)(DECOM)
+                self.cursor_position()
+            elif m == 7:
+                (self.mode.add if on else self.mode.discard)(DECAWM)
+                self.cursor.x = min(self.cursor.x, self.columns - (0 if on else 1))
+            elif m == 25:
+                (self.mode.add if on else self.mode.discard)(_DECTCEM)
+                self.cursor.hidden = not on
+            elif m in (47, 1047, 1049):
+                if on:
+                    self._enter_alt(m)
+                else:
+                    self._leave_alt(m)
+            elif m == 66:
+                self.application_keypad = on
+            elif m in _MOUSE_TRACKING:
+                # As xterm/xterm.js/tmux: one tracking mode; resetting any turns it off.
+                self.mouse_tracking = _MOUSE_TRACKING[m] if on else "off"
+            elif m in _MOUSE_ENCODING:
+                if on:
+                    self.mouse_encoding = _MOUSE_ENCODING[m]
+                elif self.mouse_encoding == _MOUSE_ENCODING[m]:
+                    self.mouse_encoding = "default"
+            elif m == 1004:
+                self.focus_events = on
+            elif m == 2004:
+                self.bracketed_paste = on
+            # Others (DECCOLM 3, synchronized output 2026, ...) are ignored.
+
+    def _enter_alt(self, mode: int) -> None:
+        """Show a fresh alternate buffer (xterm.js and tmux never keep an old one)."""
+        if self.main_buffer is not None:
+            return
+        if mode == 1049:
+            self.save_cursor()
+        self.main_buffer = self.buffer
+        self.buffer = _new_buffer()
+
+    def _leave_alt(self, mode: int) -> None:
+        if self.main_buffer is not None:
+            self.buffer = self.main_buffer
+            self.main_buffer = None
+            self.saved[1] = None  # the alternate screen is gone, its DECSC slot too
+        if mode == 1049:  # restores even if not in the alt screen, like xterm
+            self.restore_cursor()
+
+    # -- size ----------------------------------------------------------------
+
+    def resize(self, lines: int | None = None, columns: int | None = None) -> None:
+        """Rows: drop blank-or-not rows below the cursor first, then push the top into
+        scrollback (growing pulls it back), as xterm.js does. Columns: no reflow."""
+        lines = lines or self.lines
+        columns = columns or self.columns
+        if (lines, columns) == (self.lines, self.columns):
+            return
+        old_lines, old_cols = self.lines, self.columns
+        if lines != old_lines:
+            active = self.alt_active
+            shift = self._resize_rows(self.buffer, old_lines, lines, self.cursor.y, not active)
+            self.cursor.y += shift
+            self._shift_saved(int(active), shift)
+            if self.main_buffer is not None:
+                anchor = self.saved[0].y if self.saved[0] else old_lines - 1
+                self._shift_saved(0, self._resize_rows(self.main_buffer, old_lines, lines, anchor))
+        if columns < old_cols:
+            for buffer in (self.buffer, self.main_buffer):
+                for line in (buffer or {}).values():
+                    for x in [x for x in line if x >= columns]:
+                        del line[x]
+                    last = line.get(columns - 1)
+                    if last is not None and last.data and _width(last.data[0]) == 2:
+                        line[columns - 1] = last._replace(data=" ")
+        else:
+            self.tabstops.update(x for x in range(8, columns, 8) if x >= old_cols)
+        self.tabstops = {x for x in self.tabstops if x < columns}
+        self.lines, self.columns = lines, columns
+        self.margins = None
+        self.cursor.x = min(self.cursor.x, columns - 1)
+        self.cursor.y = max(0, min(self.cursor.y, lines - 1))
+        self._shift_saved(0, 0)
+        self._shift_saved(1, 0)
+
+    def _resize_rows(
+        self, buffer: Buffer, old: int, new: int, anchor: int, history: bool = True
+    ) -> int:
+        """Resize one buffer's rows; returns how far its content moved down."""
+        if new < old:
+            excess = old - new
+            below = max(0, old - 1 - anchor)
+            from_bottom = min(excess, below)
+            for y in range(old - from_bottom, old):
+                buffer.pop(y, None)
+            from_top = excess - from_bottom
+            if not from_top:
+                return 0
+            kept = [buffer.pop(y, None) for y in range(old - from_bottom)]
+            if history:
+                self.scrollback.extend(line or ScreenLine() for line in kept[:from_top])
+                self.undrawn += from_top
+            for y, line in enumerate(kept[from_top:]):
+                if line is not None:
+                    buffer[y] = line
+            return -from_top
+        if not history or not self.scrollback:
+            return 0
+        pull = min(new - old, len(self.scrollback))
+        moved = [buffer.pop(y, None) for y in range(old)]
+        for y, line in enumerate(moved):
+            if line is not None:
+                buffer[y + pull] = line
+        for y in range(pull - 1, -1, -1):
+            pulled = self.scrollback.pop()
+            self.drawn.pop(id(pulled), None)  # on screen again: it may change
+            buffer[y] = self.cells_of(pulled)
+        return pull
+
+    def _shift_saved(self, slot: int, shift: int) -> None:
+        saved = self.saved[slot]
+        if saved is not None:
+            y = max(0, min(saved.y + shift, self.lines - 1))
+            self.saved[slot] = saved._replace(x=min(saved.x, self.columns - 1), y=y)
+
+    # -- SGR -----------------------------------------------------------------
+
+    def set_link(self, value: str) -> None:
+        """OSC 8 ``params;uri``: what follows is drawn inside that link (none when
+        the URI is empty). Kept as the program sent it, for snapshots to replay."""
+        params, sep, uri = value.partition(";")
+        link = f"{CONTROLS.sub('', params)};{CONTROLS.sub('', uri)}" if sep and uri else ""
+        self.cursor.attrs = self.cursor.attrs._replace(link=link)
+
+    def apply_sgr(self, params: str) -> None:
+        """SGR with a cache: TUIs repeat the same few styles endlessly."""
+        if params in ("", "0"):
+            link = self.cursor.attrs.link
+            self.cursor.attrs = BLANK._replace(link=link) if link else BLANK
+            return
+        key = (self.cursor.attrs, params)
+        attrs = self._sgr_cache.get(key)
+        if attrs is None:
+            if len(self._sgr_cache) > 4096:
+                self._sgr_cache.clear()
+            attrs = self._sgr_cache[key] = apply_sgr(self.cursor.attrs, params)
+        self.cursor.attrs = attrs
+
+    def select_graphic_rendition(self, *attrs: int, **kwargs: Any) -> None:
+        """pyte's entry point, kept for callers that pass ints."""
+        self.apply_sgr(";".join(map(str, attrs)))
+
+
+def default_tabstops(cols: int) -> set[int]:
+    return set(range(8, cols, 8))
