@@ -44,6 +44,9 @@ The rows (sizes of the full run):
    of row 4's file; 120x40). The ratio ours / xterm. xterm is timed from its first
    write until the last one is parsed, on a second pass: its JIT warm, as in a server
    that has run a while (cold, it is about half as fast; ours is the same every pass).
+   Beside it, the pure-Python floor (`floor_rate`): the parser's regular expressions
+   tokenising the same bytes with one empty call per token, no screen at all. A
+   terminal written in Python cannot be faster than that.
 6. Closing 200 sessions at once (``close`` for each, concurrently, on one
    connection, from a process of its own as another user's client would be): the
    time until every reply came, and the echo of row 1 meanwhile. (With the closer in
@@ -70,6 +73,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import statistics
@@ -95,6 +99,7 @@ from bench_throughput import FellBehind, make_input, ptyvisor_round, raw_rate
 from ptyvisor.client import Client
 from ptyvisor.protocol import SessionSummary
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.terminal.parser import _SEQUENCE, _TEXT
 from serving import serving
 
 TOKEN = "bench-" + "a" * 24
@@ -779,6 +784,25 @@ def feed_rate(feed: Callable[[bytes], object], data: bytes) -> float:
     return len(data) / (time.perf_counter() - started)
 
 
+_TOKEN = re.compile(f"{_TEXT.pattern}|{_SEQUENCE.pattern}|[\\x00-\\x1f\\x7f-\\x9f]")
+
+
+def floor_rate(data: bytes) -> float:
+    """Bytes/s of the least any pure-Python terminal does per token: the parser's own
+    regular expressions find each printable run, escape sequence or control, and one
+    (empty) Python call is made for it. No screen is touched; this bounds what a
+    faster screen representation could reach."""
+
+    def handle(kind: int | None) -> None:
+        pass
+
+    text = data.decode("utf-8", "replace")
+    started = time.perf_counter()
+    for token in _TOKEN.finditer(text):
+        handle(token.lastindex)
+    return len(data) / (time.perf_counter() - started)
+
+
 def install_xterm() -> Path | str:
     """The node_modules folder that holds @xterm/headless, or why there is none."""
     if shutil.which("node") is None:
@@ -832,7 +856,8 @@ def terminal_rows(sizes: Sizes, log_file: Path, report: Report) -> None:
             continue
         progress(f"row 5: {name}")
         ours = feed_rate(HeadlessTerminal(cols, rows).feed, data)
-        figures: dict[str, Any] = {"bytes": len(data), "ptyvisor": ours}
+        floor = floor_rate(data)
+        figures: dict[str, Any] = {"bytes": len(data), "ptyvisor": ours, "python_floor": floor}
         try:
             figures["pyte"] = feed_rate(pyte.ByteStream(pyte.Screen(cols, rows)).feed, data)
         except Exception as error:  # stock pyte has faults ptyvisor's terminal fixes
@@ -849,7 +874,10 @@ def terminal_rows(sizes: Sizes, log_file: Path, report: Report) -> None:
                 measured, met = f"{rates}; xterm not measured: {failed}", None
             else:
                 figures["xterm"] = xterm
-                measured = f"{ours / xterm:.2f} ({rates}, xterm {mb_s(xterm)})"
+                measured = (
+                    f"{ours / xterm:.2f} ({rates}, xterm {mb_s(xterm)}; "
+                    f"pure-Python floor {mb_s(floor)} = {floor / xterm:.2f} of xterm)"
+                )
                 met = ours / xterm >= 0.5
         report.raw[f"{key}_terminal"] = figures
         report.add(key, f"{what}: ptyvisor ÷ @xterm/headless", measured, "≥ 0.5", met)
