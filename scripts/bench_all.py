@@ -186,7 +186,7 @@ FULL = Sizes(
     sessions=200,
     idle_seconds=60,
     clients=50,
-    fanout_rounds=2,
+    fanout_rounds=4,
 )
 QUICK = Sizes(
     echo_seconds=2,
