@@ -282,6 +282,10 @@ def mb_s(rate: float) -> str:
     return f"{rate / 1e6:.1f} MB/s"
 
 
+def mb(size: float) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
 # --------------------------------------------------------------------------- processes
 
 
@@ -372,6 +376,8 @@ class Followed:
     snapshots: int = 0
     diverged: bool = False
     lost: str = ""
+    received: int = 0
+    """Bytes of output it got (a resynced client skips what its snapshots cover)."""
 
 
 async def follow(
@@ -387,6 +393,7 @@ async def follow(
                 if expected is not None and expected[position : position + len(message)] != message:
                     result.diverged = True
                 position += len(message)
+                result.received += len(message)
                 continue
             reply = json.loads(message)
             if reply.get("type") == "snapshot" and reply.get("reason") == "lagging":
@@ -1064,9 +1071,10 @@ def consistency(followed: Sequence[Followed]) -> str:
     snapshots = sum(f.snapshots for f in resynced)
     diverged = sum(1 for f in followed if f.diverged)
     lost = sum(1 for f in followed if f.lost)
+    received = sum(f.received for f in followed) / max(len(followed), 1)
     return (
         f"{exact} exact, {len(resynced)} resynced ({snapshots} lagging snapshots), "
-        f"{diverged} diverged, {lost} lost"
+        f"{diverged} diverged, {lost} lost; {mb(received)} of output each on average"
     )
 
 
