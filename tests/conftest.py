@@ -152,6 +152,21 @@ def child_env() -> dict[str, str]:
     return {"PATH": f"{Path(PTYVISOR_BIN).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+def env_without_ptyvisor(**extra: str) -> dict[str, str]:
+    """This environment minus every ``PTYVISOR_`` variable, plus ``extra``: what an
+    extension (emit, the JavaScript ones) finds outside a session, or in one."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
+    env.update(extra)
+    return env
+
+
+def extension_session_env(session: str, nonce: str, tty_path: str) -> dict[str, str]:
+    """The variables a program started in session ``session`` has for its extensions."""
+    return env_without_ptyvisor(
+        PTYVISOR_SESSION=session, PTYVISOR_NONCE=nonce, PTYVISOR_TTY=tty_path
+    )
+
+
 async def until(
     client: Client, predicate: Callable[[Event], bool], *, wait: float = 15
 ) -> list[Event]:

@@ -15,21 +15,15 @@ from ptyvisor.emit import MAX_REASON_CHARS, PHASES, write_frame
 from ptyvisor.frames import decode_frame
 from ptyvisor.scanner import FrameScanner
 
-from .conftest import Pty
+from .conftest import Pty, env_without_ptyvisor, extension_session_env
 
 SID = "test-session_1"
 NONCE = "0123456789abcdef0123456789abcdef"
 EMIT = "import sys; from ptyvisor.emit import main; sys.exit(main(sys.argv[1:]))"
 
 
-def base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
-    env.update(extra)
-    return env
-
-
 def session_env(tty_path: str) -> dict[str, str]:
-    return base_env(PTYVISOR_SESSION=SID, PTYVISOR_NONCE=NONCE, PTYVISOR_TTY=tty_path)
+    return extension_session_env(SID, NONCE, tty_path)
 
 
 def run_emit(
@@ -115,11 +109,11 @@ def test_option_value_may_look_like_an_option(pty_pair: Pty) -> None:
 @pytest.mark.parametrize(
     "env",
     [
-        base_env(),
-        base_env(PTYVISOR_SESSION=SID),
-        base_env(PTYVISOR_NONCE=NONCE),
-        base_env(PTYVISOR_SESSION=SID, PTYVISOR_NONCE="not-a-nonce"),
-        base_env(PTYVISOR_SESSION="bad id", PTYVISOR_NONCE=NONCE),
+        env_without_ptyvisor(),
+        env_without_ptyvisor(PTYVISOR_SESSION=SID),
+        env_without_ptyvisor(PTYVISOR_NONCE=NONCE),
+        env_without_ptyvisor(PTYVISOR_SESSION=SID, PTYVISOR_NONCE="not-a-nonce"),
+        env_without_ptyvisor(PTYVISOR_SESSION="bad id", PTYVISOR_NONCE=NONCE),
     ],
     ids=["none", "no-nonce", "no-session", "bad-nonce", "bad-session"],
 )
@@ -180,14 +174,14 @@ def test_usage_errors_exit_2(pty_pair: Pty, args: list[str], message: str) -> No
 
 @pytest.mark.parametrize("args", [["--help"], ["activity", "-h"]])
 def test_help(args: list[str]) -> None:
-    proc = run_emit(args, base_env())
+    proc = run_emit(args, env_without_ptyvisor())
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.startswith("usage: ptyvisor emit activity")
 
 
 def test_emit_imports_nothing_heavy() -> None:
     code = "import sys, json, ptyvisor.emit; print(json.dumps(sorted(sys.modules)))"
-    proc = run_emit([], base_env(), code=code)
+    proc = run_emit([], env_without_ptyvisor(), code=code)
     assert proc.returncode == 0, proc.stderr
     modules = set(json.loads(proc.stdout))
     ours = {m for m in modules if m == "ptyvisor" or m.startswith("ptyvisor.")}
@@ -253,4 +247,4 @@ def test_write_frame_refuses_unframeable_payload(pty_pair: Pty) -> None:
 
 
 def test_write_frame_outside_session_returns_false() -> None:
-    assert not write_frame({"type": "activity"}, base_env())
+    assert not write_frame({"type": "activity"}, env_without_ptyvisor())

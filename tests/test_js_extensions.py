@@ -35,7 +35,7 @@ from ptyvisor.hooks.normalise import text as py_text
 from ptyvisor.masking import mask
 from ptyvisor.scanner import FrameScanner
 
-from .conftest import Pty
+from .conftest import Pty, env_without_ptyvisor, extension_session_env
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSIONS = ROOT / "agent-extensions"
@@ -61,14 +61,8 @@ def node_path() -> str:
     return found
 
 
-def base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
-    env.update(extra)
-    return env
-
-
 def session_env(tty_path: str) -> dict[str, str]:
-    return base_env(PTYVISOR_SESSION=SID, PTYVISOR_NONCE=NONCE, PTYVISOR_TTY=tty_path)
+    return extension_session_env(SID, NONCE, tty_path)
 
 
 def run_node(
@@ -79,7 +73,7 @@ def run_node(
     result = subprocess.run(
         [node_path(), "--input-type=module", "-e", script, *args],
         cwd=ROOT,
-        env=env if env is not None else base_env(),
+        env=env if env is not None else env_without_ptyvisor(),
         input=stdin,
         capture_output=True,
         text=True,
@@ -740,7 +734,7 @@ SOME_EVENTS_PI = [pi("session_start", reason="startup"), pi("agent_start"), *tur
 
 
 def test_outside_a_session_nothing_is_written(pty_pair: Pty) -> None:
-    no_session = base_env(PTYVISOR_TTY=pty_pair.path)  # a terminal, but no session
+    no_session = env_without_ptyvisor(PTYVISOR_TTY=pty_pair.path)  # a terminal, but no session
     drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, SOME_EVENTS_OPENCODE, no_session)
     drive(OPENCODE_TUI_DRIVER, OPENCODE_TUI_PLUGIN, [{"submit": "hi"}], no_session)
     drive(PI_DRIVER, PI_EXTENSION, SOME_EVENTS_PI, no_session)
@@ -770,9 +764,10 @@ process.stdout.write(JSON.stringify(writeFrame({ type: "activity", phase: "worki
 def test_write_frame_reports_whether_it_wrote(pty_pair: Pty) -> None:
     assert run_node(WRITE_FRAME, env=session_env(pty_pair.path)).stdout == "true"
     assert frames_on(pty_pair) == [{"type": "activity", "phase": "working", "at": 1}]
-    assert run_node(WRITE_FRAME, env=base_env(PTYVISOR_TTY=pty_pair.path)).stdout == "false"
+    outside = env_without_ptyvisor(PTYVISOR_TTY=pty_pair.path)
+    assert run_node(WRITE_FRAME, env=outside).stdout == "false"
     # No PTYVISOR_TTY and no controlling terminal for /dev/tty: nothing, no error.
-    env = base_env(PTYVISOR_SESSION=SID, PTYVISOR_NONCE=NONCE)
+    env = env_without_ptyvisor(PTYVISOR_SESSION=SID, PTYVISOR_NONCE=NONCE)
     assert run_node(WRITE_FRAME, env=env).stdout == "false"
     assert pty_pair.read_available() == b""
 
