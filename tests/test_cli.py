@@ -28,11 +28,11 @@ import anyio
 import ptyprocess
 import pytest
 
+from ptyvisor.cli.grammar import build_parser
+from ptyvisor.cli.tty_attach import parse_key
 from ptyvisor.client import Client
-from ptyvisor.commands import build_parser
 from ptyvisor.protocol import Captured, SessionSummary
 from ptyvisor.terminal import HeadlessTerminal
-from ptyvisor.tty_attach import parse_key
 
 from .conftest import ECHO_READS, start_serve, wait_for
 from .test_control import ASK, BASH, WRAPPER

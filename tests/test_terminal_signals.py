@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ptyvisor.activity import ActivityTracker
+from ptyvisor.cli.formatting import format_table
 from ptyvisor.client import Client, Event, Output
-from ptyvisor.commands import format_table
 from ptyvisor.protocol import ActivityChanged, ProcessChanged
 from ptyvisor.terminal import (
     MAX_SIGNALS,

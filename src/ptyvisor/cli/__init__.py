@@ -3,6 +3,10 @@
 ``emit`` is dispatched before anything else is imported: agent hooks call it on every
 tool use, so it must start in a few tens of milliseconds (stdlib only). So is
 ``serve``: it runs the keeper (keeper.py), which stays small.
+
+Everything else is in this package's modules, imported only when needed:
+`grammar` (the parser), `commands` (running a subcommand), `formatting` (what
+they print) and `tty_attach` (``run`` and ``attach`` on a local terminal).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         from ptyvisor.keeper import main as serve_main
 
         return serve_main(args[1:])
-    from ptyvisor.commands import run_command
+    from ptyvisor.cli.commands import run_command
 
     return run_command(args)
 

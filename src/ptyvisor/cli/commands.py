@@ -1,0 +1,460 @@
+"""Every ``ptyvisor`` subcommand except ``emit`` (see `cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from websockets.exceptions import InvalidStatus, WebSocketException
+
+from ptyvisor import completion, scripting
+from ptyvisor.activity import ActivityPhase
+from ptyvisor.cli.formatting import (
+    ended_text,
+    event_text,
+    format_capture,
+    format_table,
+    process_event,
+)
+from ptyvisor.cli.grammar import build_parser
+from ptyvisor.cli.tty_attach import SessionGone, TerminalAttachment, parse_key
+from ptyvisor.client import Client, ConnectionLost, Disconnected, ServerError
+from ptyvisor.config import default_state_dir, read_token
+from ptyvisor.protocol import (
+    ActivityChanged,
+    ProcessChanged,
+    SessionClosed,
+    SessionSummary,
+    wire_schema,
+)
+from ptyvisor.refs import BadReference, resolve
+from ptyvisor.waiting import Condition, SessionVanished, wait
+
+
+def run_command(args: list[str]) -> int:
+    options = build_parser().parse_args(args)
+    command: str = options.command
+    if command == "serve":  # normally dispatched before this is imported (`ptyvisor.cli`)
+        from ptyvisor.keeper import main as serve_main
+
+        return serve_main(args[1:])
+    if command == "completion":
+        parser = build_parser()
+        print(
+            completion.bash(parser) if options.shell == "bash" else completion.zsh(parser), end=""
+        )
+        return 0
+    if command == "schema":
+        if options.typescript:
+            from ptyvisor.typescript import wire_typescript
+
+            text = wire_typescript()
+        else:
+            text = json.dumps(wire_schema(), indent=2) + "\n"
+        return write_output("schema", "-" if options.output is None else options.output, text)
+    if command == "restart":
+        return restart(options)
+    if getattr(options, "detach_key", None) is not None:
+        # Checked before anything is spawned: a bad key must not leave a session behind.
+        try:
+            parse_key(options.detach_key)
+        except ValueError as bad_key:
+            print(f"ptyvisor {command}: {bad_key}", file=sys.stderr)
+            return 2
+    detached = command == "run" and options.detach
+    if command in ("run", "attach") and not detached and not sys.stdin.isatty():
+        # Checked first: `run` would otherwise start a session it cannot attach to.
+        print(f"ptyvisor {command}: standard input is not a terminal", file=sys.stderr)
+        return 2
+    try:
+        return anyio.run(_client_command, options)
+    except BaseException as raised:
+        # Client.connect runs a task group, so errors arrive wrapped in exception groups.
+        error = _unwrap(raised)
+        if isinstance(error, ServerError):
+            print(f"ptyvisor: {error.message}", file=sys.stderr)
+            return 1
+        if isinstance(error, InvalidStatus):
+            status = error.response.status_code
+            hint = " (wrong or missing token?)" if status == 401 else ""
+            print(
+                f"ptyvisor: the server refused the connection: HTTP {status}{hint}", file=sys.stderr
+            )
+            return 1
+        if isinstance(error, OSError | WebSocketException):
+            print(f"ptyvisor: cannot reach the server: {error}", file=sys.stderr)
+            return 1
+        if isinstance(error, Disconnected):
+            print(f"ptyvisor: lost the connection to the server: {error}", file=sys.stderr)
+            return 1
+        if isinstance(error, SessionGone):
+            print(f"ptyvisor: session {error.args[0]} is gone", file=sys.stderr)
+            return 1
+        if isinstance(error, KeyboardInterrupt):
+            return 130
+        raise
+
+
+def write_output(command: str, path: str | Path, text: str) -> int:
+    """Write a command's output to ``path`` (``-``: standard output); an exit status,
+    with a one-line error when the file cannot be written."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as unwritable:
+        print(f"ptyvisor {command}: cannot write {path}: {unwritable}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+def restart(options: argparse.Namespace) -> int:
+    """Signal the keeper (SIGUSR2), then wait for a server that started after that."""
+    from ptyvisor.keeper import lock_holder
+
+    state_dir = options.state_dir or default_state_dir()
+    keeper = lock_holder(state_dir)
+    if keeper is None:
+        print(f"ptyvisor restart: no ptyvisor serve is running on {state_dir}", file=sys.stderr)
+        return 1
+    token = options.token or read_token(state_dir)
+    asked = time.time_ns() // 1_000_000
+    os.kill(keeper, signal.SIGUSR2)
+
+    async def restarted() -> bool:
+        deadline = time.monotonic() + options.timeout
+        while time.monotonic() < deadline:
+            try:
+                async with Client.connect(server_url(options), token) as client:
+                    if client.hello is not None and client.hello.started_at >= asked:
+                        return True
+            except Exception:  # away, or refusing (503) while it hands over: try again
+                pass
+            await anyio.sleep(0.1)
+        return False
+
+    if not anyio.run(restarted):
+        print(f"ptyvisor restart: no new server within {options.timeout:g} s", file=sys.stderr)
+        return 1
+    print("restarted")
+    return 0
+
+
+def server_url(options: argparse.Namespace) -> str:
+    return scripting.server_url(options.url)
+
+
+SESSION_ARGUMENT = frozenset(
+    {
+        "attach",
+        "kill",
+        "close",
+        "send",
+        "unsend",
+        "resume",
+        "send-keys",
+        "capture",
+        "wait",
+        "rename",
+        "events",
+        "export",
+    }
+)
+"""Commands whose ``session`` argument is a reference (see `refs`)."""
+
+
+async def _client_command(options: argparse.Namespace) -> int:
+    token = options.token or read_token(options.state_dir)
+    async with Client.connect(server_url(options), token) as client:
+        if options.command in SESSION_ARGUMENT or getattr(options, "session", None):
+            listed = await client.list(all=options.command == "resume")
+            try:
+                options.session = resolve(listed, options.session)
+            except BadReference as bad:
+                raise ServerError(bad.error) from None
+        match options.command:
+            case "ls":
+                sessions = await client.list(all=options.all)
+                if options.json:
+                    print(json.dumps([s.model_dump(mode="json") for s in sessions], indent=2))
+                else:
+                    # On a terminal each row fits its width; piped, rows are whole.
+                    width = _terminal_size()[0] if sys.stdout.isatty() else None
+                    print(format_table(sessions, width=width))
+                return 0
+            case "resume":
+                session = await client.resume(options.session, rerun=options.rerun)
+                if not sys.stdin.isatty():
+                    print(session.id)
+                    return 0
+                return await _attach_terminal(client, session.id, options, ran=True)
+            case "kill":
+                await client.kill(options.session)
+                return 0
+            case "close":
+                await client.close(options.session)
+                return 0
+            case "answer":
+                return await _answer(client, options)
+            case "send":
+                await client.send_message(options.session, options.message)
+                print("queued")
+                return 0
+            case "unsend":
+                await client.unsend(options.session)
+                return 0
+            case "send-keys":
+                await client.send_keys(
+                    options.session, *options.keys, literal=options.literal, paste=options.paste
+                )
+                return 0
+            case "capture":
+                if options.scrollback < 0:
+                    print("ptyvisor capture: --scrollback takes N >= 0", file=sys.stderr)
+                    return 2
+                captured = await client.capture(
+                    options.session,
+                    scrollback=-1 if options.all else options.scrollback,
+                    ansi=options.ansi,
+                )
+                print(format_capture(captured, json_output=options.json), end="")
+                return 0
+            case "wait":
+                return await _wait(client, options)
+            case "events":
+                await _events(client, options.session, follow=options.follow, as_json=options.json)
+                return 0
+            case "export":
+                cast = await client.export(options.session)
+                return await anyio.to_thread.run_sync(
+                    write_output, "export", options.asciicast, cast
+                )
+            case "rename":
+                await client.request(
+                    {"type": "rename", "session": options.session, "name": options.name}
+                )
+                return 0
+            case "attach":
+                return await _attach_terminal(client, options.session, options)
+            case "run":
+                argv = options.argv[1:] if options.argv[:1] == ["--"] else options.argv
+                if not argv and options.agent is None:
+                    print("ptyvisor run: give a command after -- (or --agent)", file=sys.stderr)
+                    return 2
+                cols, rows = _terminal_size()
+                cwd = options.cwd or os.getcwd()
+                session = await client.spawn(
+                    argv,
+                    cwd=cwd,
+                    name=options.name,
+                    cols=cols,
+                    rows=rows,
+                    agent=options.agent,
+                    record=options.record,
+                )
+                if options.detach:
+                    print(session.id)
+                    return 0
+                return await _attach_terminal(client, session.id, options, ran=True)
+    return 2
+
+
+async def _attach_terminal(
+    client: Client, session_id: str, options: argparse.Namespace, *, ran: bool = False
+) -> int:
+    """``ran``: we started it (`run`, `resume`), so its output is replayed from the start
+    when drawn in place, and an early exit is no news of an old one."""
+    attachment = TerminalAttachment(
+        client,
+        session_id,
+        parse_key(options.detach_key),
+        view_only=getattr(options, "view_only", False),
+        alt_screen=options.alt_screen,
+        from_start=ran,
+    )
+    code = await attachment.run()
+    return _finish(code, session_id, attachment, ran=ran)
+
+
+async def _answer(client: Client, options: argparse.Namespace) -> int:
+    answers: dict[str, list[str] | str] = {}
+    for item in options.choose:
+        question, sep, label = item.partition("=")
+        if not sep or not question:
+            print(f"ptyvisor answer: --choose takes Q=LABEL, not {item!r}", file=sys.stderr)
+            return 2
+        chosen = answers.setdefault(question, [])
+        if isinstance(chosen, str):
+            print(f"ptyvisor answer: question {question!r} has --text too", file=sys.stderr)
+            return 2
+        chosen.append(label)
+    for item in options.text:
+        question, sep, value = item.partition("=")
+        if not sep or not question:
+            print(f"ptyvisor answer: --text takes Q=TEXT, not {item!r}", file=sys.stderr)
+            return 2
+        if question in answers:
+            print(f"ptyvisor answer: question {question!r} is answered twice", file=sys.stderr)
+            return 2
+        answers[question] = value
+    found = find_pending(await client.list(), options.interaction, options.session)
+    if isinstance(found, str):
+        print(f"ptyvisor: {found}", file=sys.stderr)
+        return 1
+    session_id, interaction_id = found
+    await client.answer(
+        session_id,
+        interaction_id,
+        behavior=options.behavior,
+        message=options.message,
+        suggestion=options.suggestion,
+        answers=answers or None,
+    )
+    print("answered")
+    return 0
+
+
+def find_pending(
+    sessions: list[SessionSummary], wanted: str, session: str | None = None
+) -> tuple[str, str] | str:
+    """(session id, interaction id) of the one pending interaction whose id is
+    ``wanted`` or starts with it; else a message saying why not."""
+    matches = [
+        (s.id, s.pending_interaction.id)
+        for s in sessions
+        if s.pending_interaction is not None
+        and s.pending_interaction.id.startswith(wanted)
+        and session in (None, s.id)
+    ]
+    exact = [match for match in matches if match[1] == wanted]
+    if len(exact) == 1 or len(matches) == 1:
+        return (exact or matches)[0]
+    if not matches:
+        return f"interaction {wanted!r} is not waiting: already answered, or never asked"
+    return f"{wanted!r} matches several interactions: give more of the id, or --session"
+
+
+def _finish(
+    exit_code: int | None, session_id: str, attachment: TerminalAttachment, *, ran: bool = False
+) -> int:
+    """Say how the attachment ended: detached, or the program's end (exit status).
+    ``ran``: we started it (`run`), so an early exit is no news of an old one."""
+    if exit_code is None:
+        if attachment.connected:
+            print(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
+        else:
+            print(f"[detached from {session_id} while the server was away]")
+        return 0
+    ended = attachment.ended
+    if ended is not None:
+        how = ended_text(ended)
+        earlier = attachment.already_exited and not ran
+        print(f"[{session_id} had already ended: {how}]" if earlier else f"[{how}]")
+    return exit_code
+
+
+async def _events(client: Client, session_id: str, *, follow: bool, as_json: bool) -> None:
+    """The recorded timeline, then (``follow``) each change until the program exits."""
+
+    def say(event: dict[str, Any]) -> None:
+        print(json.dumps(event) if as_json else event_text(event), flush=True)
+
+    def activity_event(at: int, phase: str, reason: str | None) -> dict[str, Any]:
+        return {"type": "activity", "at": at, "phase": phase, "reason": reason}
+
+    timeline = await client.timeline(session_id)
+    last: tuple[str, int] | None = None
+    for transition in timeline.transitions:
+        say(activity_event(transition.at, transition.phase.value, transition.reason))
+        last = (transition.phase.value, transition.at)
+    if timeline.ended_at is not None or not follow:
+        if timeline.ended_at is not None:
+            summary = next((s for s in await client.list(all=True) if s.id == session_id), None)
+            if summary is not None:
+                say(process_event(summary.process))
+        return
+    attached = await client.attach(session_id, view_only=True, scrollback=False)
+    activity = attached.session.activity
+    if (activity.phase.value, activity.since) != last and activity.phase.value != "unavailable":
+        say(activity_event(activity.since, activity.phase.value, activity.reason))
+    async for event in client.events():
+        match event:
+            case ActivityChanged() if event.session == session_id:
+                activity = event.activity
+                say(activity_event(activity.since, activity.phase.value, activity.reason))
+            case ProcessChanged() if event.session == session_id:
+                say(process_event(event.process))
+                if event.process.state == "exited":
+                    return
+            case SessionClosed() if event.session == session_id:
+                say({"type": "closed", "at": int(time.time() * 1000)})
+                return
+            case ConnectionLost():
+                raise Disconnected("the server went away")
+            case _:
+                pass
+
+
+TIMED_OUT = 124
+"""``wait``'s status when the condition did not hold in time, as timeout(1)'s."""
+
+
+async def _wait(client: Client, options: argparse.Namespace) -> int:
+    try:
+        text = re.compile(options.text) if options.text is not None else None
+    except re.error as error:
+        print(f"ptyvisor wait: --text is not a regular expression: {error}", file=sys.stderr)
+        return 2
+    if options.quiet is not None and not options.quiet >= 0:
+        print("ptyvisor wait: --quiet takes SECONDS >= 0", file=sys.stderr)
+        return 2
+    if not options.timeout >= 0:
+        print("ptyvisor wait: --timeout takes S >= 0", file=sys.stderr)
+        return 2
+    condition = Condition(
+        phases=frozenset(ActivityPhase(p) for p in options.phase),
+        text=text,
+        exited=options.exit,
+        quiet=options.quiet,
+    )
+    if condition.empty:
+        condition = Condition(exited=True)
+    try:
+        outcome = await wait(client, options.session, condition, seconds=options.timeout)
+    except SessionVanished:
+        print(f"ptyvisor wait: session {options.session} is gone", file=sys.stderr)
+        return TIMED_OUT
+    if outcome == "holds":
+        return 0
+    if outcome == "cannot":
+        print("ptyvisor wait: the program has exited; it can no longer hold", file=sys.stderr)
+    else:
+        print(f"ptyvisor wait: timed out after {options.timeout:g} s", file=sys.stderr)
+    return TIMED_OUT
+
+
+def _terminal_size() -> tuple[int, int]:
+    """This terminal's size; 80x24 without one, or for one that says 0x0 (a PTY
+    nobody sized, as under `script`)."""
+    try:
+        size = os.get_terminal_size(sys.stdout.fileno())
+    except OSError:
+        return 80, 24
+    if size.columns <= 0 or size.lines <= 0:
+        return 80, 24
+    return size.columns, size.lines

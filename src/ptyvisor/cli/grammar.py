@@ -1,0 +1,408 @@
+"""The command line's grammar: every subcommand and option, with its help text.
+
+Kept apart from running the commands (`commands`) because shell completion
+(`ptyvisor.completion`) reads the same parser."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from ptyvisor import __version__, serve_options
+from ptyvisor.activity import ActivityPhase
+from ptyvisor.agents import AGENTS
+from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ptyvisor", description="Supervisor for coding-agent terminals."
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"ptyvisor {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the server (see ptyvisor serve --help)",
+        description="Run the server on loopback with a token: its keeper owns every "
+        "program, so restarts and crashes of the server process cost no session.",
+    )
+    serve_options.add_arguments(serve)
+
+    def client_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--url",
+            default=None,
+            help="server URL, ws:// or the http:// one serve prints (default: $PTYVISOR_URL, "
+            f"else ws://{DEFAULT_HOST}:{DEFAULT_PORT}/)",
+        )
+        p.add_argument(
+            "--token",
+            default=None,
+            help="token (default: $PTYVISOR_TOKEN, else the one in the state directory)",
+        )
+        if not any(action.dest == "state_dir" for action in p._actions):
+            p.add_argument(
+                "--state-dir",
+                type=Path,
+                default=None,
+                help="where the token is stored (default: $PTYVISOR_STATE_DIR, else "
+                "~/.local/share/ptyvisor)",
+            )
+
+    def terminal_options(p: argparse.ArgumentParser) -> None:
+        """Options of the commands that attach this terminal."""
+        p.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+        p.add_argument(
+            "--no-alt-screen",
+            dest="alt_screen",
+            action="store_false",
+            help="draw in place rather than on the alternate screen, so the output also "
+            "goes into this terminal's scrollback (default: the alternate screen, and "
+            "the shell's screen back on detach)",
+        )
+
+    def session_command(
+        name: str, summary: str, description: str, *examples: str
+    ) -> argparse.ArgumentParser:
+        """A client subcommand on one session: its ID argument, the client options,
+        and examples under its help."""
+        command = sub.add_parser(
+            name,
+            help=summary,
+            description=description,
+            epilog="examples:\n" + "".join(f"  {line}\n" for line in examples)
+            if examples
+            else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        client_options(command)
+        command.add_argument("session", metavar="ID", help="session id, name or id prefix")
+        return command
+
+    run = sub.add_parser(
+        "run",
+        help="start a program on the server and attach to it",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start CMD in a new session and attach this terminal (detach with "
+        "the detach key); with -d, only start it and print its id.",
+        epilog="examples:\n  ptyvisor run -- bash\n  ptyvisor run --agent claude-code\n"
+        "  id=$(ptyvisor run -d --name tests -- make test)\n",
+    )
+    client_options(run)
+    run.add_argument("--name", default=None, help="the session's name (default: the command)")
+    run.add_argument("--cwd", default=None, help="working directory (default: this one)")
+    run.add_argument(
+        "--agent",
+        choices=AGENTS,
+        default=None,
+        help="start this agent with ptyvisor's extension; arguments after -- go to the agent",
+    )
+    terminal_options(run)
+    run.add_argument(
+        "--record",
+        action="store_true",
+        help="record it as asciicast v2 into <state-dir>/recordings/<id>.cast (default: "
+        "only when the server records every session, serve --record)",
+    )
+    run.add_argument(
+        "-d",
+        "--detach",
+        action="store_true",
+        help="start it and print only its id; no terminal needed (size: this terminal's, "
+        "else 80x24)",
+    )
+    run.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the program and its arguments"
+    )
+
+    attach = session_command(
+        "attach",
+        "attach this terminal to a session",
+        "Show a session in this terminal and type into it; the detach key leaves it "
+        "running (pressed twice, the program gets it). Rides out server restarts.",
+        "ptyvisor attach build",
+    )
+    terminal_options(attach)
+    attach.add_argument(
+        "--view-only",
+        action="store_true",
+        help="watch only: keys are not sent and the program keeps its size",
+    )
+
+    ls = sub.add_parser(
+        "ls",
+        help="list sessions",
+        description="A table of the sessions: process, activity (`Ready?`: inferred from "
+        "the terminal, not reported by an extension), agent, reason, pending "
+        "interaction, queued message, clients, command.",
+    )
+    client_options(ls)
+    ls.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    ls.add_argument(
+        "--all",
+        action="store_true",
+        help="also past sessions (exited, or from before a restart or reboot)",
+    )
+
+    resume = sub.add_parser(
+        "resume",
+        help="start a past agent session again on its own conversation",
+        description="Start session ID again: an agent on its own conversation (its CLI's "
+        "resume flag), in the same directory, with the same name. A plain command is "
+        "started again with the same arguments only with --rerun. Attaches this terminal "
+        "when it is one, else prints the new session's id.",
+    )
+    client_options(resume)
+    resume.add_argument("session", metavar="ID", help="session id (see ls --all), or a prefix")
+    resume.add_argument(
+        "--rerun", action="store_true", help="start a plain command again (no conversation)"
+    )
+    terminal_options(resume)
+
+    restart = sub.add_parser(
+        "restart",
+        help="restart the server process; programs keep running and clients reconnect",
+        description="Restart the server process of the `ptyvisor serve` running on the "
+        "state directory (to pick up an upgrade, say): its programs keep running, their "
+        "screens, activity and queued messages are handed over, and clients reconnect. "
+        "Returns once the new server answers.",
+    )
+    restart.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="the serve to restart (default: $PTYVISOR_STATE_DIR, else ~/.local/share/ptyvisor)",
+    )
+    client_options(restart)
+    restart.add_argument(
+        "--timeout", type=float, default=30, help="seconds to wait for the new server (default 30)"
+    )
+
+    session_command(
+        "kill",
+        "terminate a session's programs (HUP, then KILL)",
+        "Send SIGHUP to every process of the session, SIGKILL after 2 s; the session "
+        "stays listed, with its output, until closed.",
+    )
+    session_command(
+        "close",
+        "terminate a session and forget it",
+        "Kill the session's programs if they run, and remove the session.",
+    )
+    send = session_command(
+        "send",
+        "queue a message for a working agent: its next instruction after this turn",
+        "Queue MESSAGE for an agent working on a turn: its next Stop hook takes it and the "
+        "agent carries on with it. A newer message replaces the queued one.",
+        "ptyvisor send agent 'Also run the linter, then stop.'",
+    )
+    send.add_argument("message", help="what the agent should do next (at most 4000 characters)")
+
+    session_command(
+        "unsend",
+        "delete a session's queued message",
+        "Delete the message queued with send, if it was not delivered yet.",
+    )
+
+    answer = sub.add_parser(
+        "answer",
+        help="answer the approval or question an agent is waiting on (see ls)",
+        description="Answer a pending interaction by its id (the PENDING column of ls): "
+        "allow or deny an approval, or choose options and give text for questions.",
+        epilog="examples:\n  ptyvisor answer req-1a2b --allow\n"
+        "  ptyvisor answer req-3c4d --choose q0=Yes\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    client_options(answer)
+    answer.add_argument("interaction", metavar="ID", help="interaction id, or a unique prefix")
+    answer.add_argument("--session", default=None, help="only look in this session")
+    verdict = answer.add_mutually_exclusive_group()
+    verdict.add_argument(
+        "--allow", action="store_const", const="allow", dest="behavior", help="allow it"
+    )
+    verdict.add_argument(
+        "--deny", action="store_const", const="deny", dest="behavior", help="deny it"
+    )
+    answer.add_argument("--message", default=None, help="reason given with --deny")
+    answer.add_argument("--suggestion", type=int, default=None, help="suggestion index (--allow)")
+    answer.add_argument(
+        "--choose",
+        action="append",
+        default=[],
+        metavar="Q=LABEL",
+        help="choose an option of question Q (repeatable; several for multi-select)",
+    )
+    answer.add_argument(
+        "--text", action="append", default=[], metavar="Q=TEXT", help="free text for question Q"
+    )
+
+    send_keys = session_command(
+        "send-keys",
+        "type keys and text into a session, as tmux's send-keys",
+        "Send each KEY to the session's program: a key name (Enter, Esc, Tab, BTab, "
+        "BSpace, Space, Up, Down, Left, Right, Home, End, PgUp, PgDn, DC, IC, F1-F12; C-x "
+        "for Control, M-x for Meta) or text. Keys follow the program's modes (application "
+        "cursor keys); text with a line break goes as a bracketed paste when the program "
+        "asked for that.",
+        "ptyvisor send-keys build 'make test' Enter",
+        "ptyvisor send-keys s1a2b C-c",
+        "ptyvisor send-keys -l s1a2b 'Enter is a word here'",
+    )
+    send_keys.add_argument("keys", nargs="+", metavar="KEY", help="key name or text")
+    send_keys.add_argument(
+        "-l", "--literal", action="store_true", help="send every KEY as text (default: off)"
+    )
+    send_keys.add_argument(
+        "-p",
+        "--paste",
+        action="store_true",
+        help="send text as a paste (bracketed when the program asked; default: off)",
+    )
+
+    capture = session_command(
+        "capture",
+        "print a session's screen",
+        "Print the session's screen as plain text (trailing blanks trimmed), as the "
+        "server's terminal shows it now.",
+        "ptyvisor capture build",
+        "ptyvisor capture build --scrollback 100 --ansi | less -R",
+        "ptyvisor capture build --json | jq .cursor",
+    )
+    capture.add_argument("--ansi", action="store_true", help="with colours (default: plain)")
+    lines = capture.add_mutually_exclusive_group()
+    lines.add_argument(
+        "--scrollback", type=int, default=0, metavar="N", help="also the last N lines above (0)"
+    )
+    lines.add_argument(
+        "--all", action="store_true", help="also all of the scrollback (default: off)"
+    )
+    capture.add_argument(
+        "--json",
+        action="store_true",
+        help="rows, scrollback, cursor, title, modes and size as JSON (default: off)",
+    )
+
+    waiter = session_command(
+        "wait",
+        "block until a session reaches a state (exit 0), or time out (exit 124)",
+        "Wait until every condition given holds at once: exit 0. Exit 124 when --timeout "
+        "passes, or sooner once the condition can no longer hold (the program exited and "
+        "its final screen or activity does not match), like timeout(1). Without a "
+        "condition: until the program exits.",
+        "ptyvisor wait agent --phase waiting --timeout 120",
+        "ptyvisor wait build --text '^(PASS|FAIL)' --timeout 600",
+        "ptyvisor wait build --exit; ptyvisor wait tail --quiet 2",
+    )
+    waiter.add_argument(
+        "--phase",
+        nargs="+",
+        default=[],
+        choices=[phase.value for phase in ActivityPhase],
+        metavar="P",
+        help="the activity is one of these (waiting is Ready; default: any)",
+    )
+    waiter.add_argument(
+        "--text",
+        default=None,
+        metavar="REGEX",
+        help="a line of the screen matches (Python re, each line on its own; default: any)",
+    )
+    waiter.add_argument("--exit", action="store_true", help="the program has exited (default: off)")
+    waiter.add_argument(
+        "--quiet",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="no output for this long (default: off)",
+    )
+    waiter.add_argument(
+        "--timeout",
+        type=float,
+        default=math.inf,
+        metavar="S",
+        help="give up after S seconds, exit 124 (default: never)",
+    )
+
+    events = session_command(
+        "events",
+        "print a session's activity timeline and process changes",
+        "Print the session's recorded activity transitions (time, phase, reason) and how "
+        "its program ended; with --follow, then every change as it happens until the "
+        "program exits.",
+        "ptyvisor events agent",
+        "ptyvisor events agent --follow --json | jq -c 'select(.type == \"activity\")'",
+    )
+    events.add_argument(
+        "--follow", "-f", action="store_true", help="keep printing changes (default: off)"
+    )
+    events.add_argument(
+        "--json", action="store_true", help="one JSON object per line, NDJSON (default: text)"
+    )
+
+    rename = session_command(
+        "rename",
+        "give a session another name",
+        "Rename a session (kept across server restarts and in the records); a name is a "
+        "session reference for every other command.",
+        "ptyvisor rename s1a2b3c4d review-bot",
+    )
+    rename.add_argument("name", metavar="NAME", help="the new name (1 to 128 characters)")
+
+    export = session_command(
+        "export",
+        "write what the replay log holds as an asciicast file",
+        "Write the output the server still holds for a session (the last --replay-bytes, "
+        "2 MiB by default) as an asciicast v2 file, with its timing and a marker for each "
+        "activity change; `asciinema play FILE` plays it.",
+        "ptyvisor export build --asciicast build.cast",
+        "ptyvisor export build --asciicast - | asciinema cat -",
+    )
+    export.add_argument(
+        "--asciicast",
+        required=True,
+        metavar="FILE",
+        help="the file to write (- for standard output; required)",
+    )
+
+    completer = sub.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description="Print a completion script for bash or zsh, generated from this CLI.",
+        epilog='examples: eval "$(ptyvisor completion bash)"   (in ~/.bashrc; zsh alike)',
+    )
+    completer.add_argument("shell", choices=["bash", "zsh"], help="the shell")
+
+    sub.add_parser(
+        "emit",
+        help="write an activity frame (used by agent extensions)",
+        description="Write an authenticated activity frame to this session's terminal "
+        "(see ptyvisor emit --help for its own options).",
+    )
+    schema = sub.add_parser(
+        "schema",
+        help="print the JSON Schema (or TypeScript types) of every wire message",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the JSON Schema of every message of the WebSocket protocol.\n"
+        "With --typescript, a TypeScript declaration file (.d.ts) generated from it instead:\n"
+        "an interface per message, and the ClientMessage and ServerMessage unions.\n\n"
+        "examples:\n"
+        "  ptyvisor schema > ptyvisor.schema.json\n"
+        "  ptyvisor schema --typescript -o web/src/ptyvisor.d.ts",
+    )
+    schema.add_argument(
+        "--typescript",
+        action="store_true",
+        help="print TypeScript declarations (.d.ts) generated from the JSON Schema "
+        "(default: the JSON Schema)",
+    )
+    schema.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write to FILE instead (default: standard output)",
+    )
+    return parser
