@@ -186,7 +186,16 @@ def test_emit_imports_nothing_heavy() -> None:
     modules = set(json.loads(proc.stdout))
     ours = {m for m in modules if m == "ptyvisor" or m.startswith("ptyvisor.")}
     assert ours <= {"ptyvisor", "ptyvisor.emit", "ptyvisor.frames"}
-    heavy = {"pydantic", "anyio", "websockets", "pyte", "ptyprocess", "argparse", "asyncio"}
+    heavy = {
+        "pydantic",
+        "anyio",
+        "websockets",
+        "pyte",
+        "ptyprocess",
+        "argparse",
+        "asyncio",
+        "typing",
+    }
     assert not modules & heavy
 
 
