@@ -8,7 +8,7 @@ machine: read the ratios and percentiles.
     .venv/bin/python scripts/bench_all.py [--quick] [--json [FILE]]
 
 ``--quick`` shrinks every size (under a minute in all) to check the script, not the
-server; the full run takes about five minutes. Rows are measured in the order 5, 7, 6,
+server; the full run takes about three minutes. Rows are measured in the order 5, 7, 6,
 3-4, 2, 1, 8, one at a time, each with nothing else running but the idle ``cat`` of
 row 1's echo. ``--json`` also writes the raw figures, samples included, to FILE (or to
 stdout after the table). Row 5 installs @xterm/headless 6.0.0 with
