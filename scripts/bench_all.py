@@ -105,6 +105,7 @@ from ptyvisor.client import Client
 from ptyvisor.protocol import SessionSummary
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.terminal.parser import _SEQUENCE, _TEXT
+from ptyvisor.terminal.signals import CONTROLS
 from serving import serving
 
 TOKEN = "bench-" + "a" * 24
@@ -796,7 +797,7 @@ def feed_rate(feed: Callable[[bytes], object], data: bytes) -> float:
     return len(data) / (time.perf_counter() - started)
 
 
-_TOKEN = re.compile(f"{_TEXT.pattern}|{_SEQUENCE.pattern}|[\\x00-\\x1f\\x7f-\\x9f]")
+_TOKEN = re.compile(f"{_TEXT.pattern}|{_SEQUENCE.pattern}|{CONTROLS.pattern}")
 
 
 def floor_rate(data: bytes) -> float:
@@ -1026,10 +1027,9 @@ async def fanout_round(
     control = bench.control
     session = await start_cat(control, bench.cat.path)
     results: list[Followed] = []
-    ready = anyio.Event()
 
     async def go() -> float:
-        await ready.wait()
+        """Start ``cat`` (every client attached): the seconds until it was all read."""
         started = time.perf_counter()
         await control.input(session.id, "go\n")
         with anyio.fail_after(600):
@@ -1045,20 +1045,21 @@ async def fanout_round(
                 lines = BufferedByteReceiveStream(process.stdout)
                 if await lines.receive_until(b"\n", 1024) != b"attached":
                     raise RuntimeError("row 8's clients did not attach")
-                ready.set()
                 read_seconds = await go()
                 said = await lines.receive_until(b"\n", 1024 * 1024)
             results = [Followed(**result) for result in json.loads(said)]
         else:
-            read_seconds = 0.0
+            attached = anyio.Event()
 
-            async def read_then_keep() -> None:
-                nonlocal read_seconds
-                read_seconds = await go()
+            async def follow_here() -> None:
+                results.extend(
+                    await follow_all(bench.url, session.id, clients, expected, attached.set)
+                )
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(read_then_keep)
-                results = await follow_all(bench.url, session.id, clients, expected, ready.set)
+                tg.start_soon(follow_here)
+                await attached.wait()
+                read_seconds = await go()
     finally:
         await control.close(session.id)
     return (len(expected) - len(READY)) / read_seconds, results
