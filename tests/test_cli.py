@@ -473,6 +473,48 @@ def test_ls_shows_agent_reason_queued_and_fits_the_terminal(setup: Setup) -> Non
     assert any(line.endswith("…") for line in lines), lines
 
 
+HOSTILE_NAME = "evil\x1b]52;c;cm0gLXJm\x07\x9b2J\x1b]8;;http://x/\x1b\\"
+HOSTILE_REASON = "429 \x1b[2J\x1b[Hall good\u202e\nforged line"
+
+
+def test_nothing_a_session_says_reaches_the_terminal_of_whoever_runs_the_cli(
+    setup: Setup,
+) -> None:
+    """Names any client may set and reasons an agent (or a provider's error body)
+    reports are shown, never sent: ``ls``, ``ls --all``, ``events`` and the error
+    listing candidates print their control characters as escapes."""
+    script = in_shell(PTYVISOR, "emit", "activity", "failed", "--reason", HOSTILE_REASON)
+    first = setup.spawn(["sh", "-c", script + "; exec cat"])
+    second = setup.spawn(["cat"])
+    setup.wait_summary(first, lambda s: s.activity.phase.value == "failed", "the failure")
+    for session in (first, second):
+        renamed = setup.cli("rename", session, HOSTILE_NAME)
+        assert renamed.returncode == 0, renamed.stderr
+    named = setup.cli("run", "-d", "--name", HOSTILE_NAME, "--", "sleep", "600")
+    assert named.returncode == 0, named.stderr
+    setup.cleanups.append(lambda: setup.close_quietly(named.stdout.strip()))
+    outputs = {
+        "ls": setup.cli("ls"),
+        "ls --all": setup.cli("ls", "--all"),
+        "events": setup.cli("events", first),
+        "ambiguous": setup.cli("kill", HOSTILE_NAME),
+    }
+    assert outputs["ambiguous"].returncode == 1
+    for what, result in outputs.items():
+        text = result.stdout + result.stderr
+        controls = [c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F)]
+        assert controls == [] and "\u202e" not in text, (what, text)
+    assert "evil\\x1b]52;c;" in outputs["ls"].stdout  # shown, not sent
+    assert "\\x1b[2J" in outputs["events"].stdout
+    assert outputs["ambiguous"].stderr.count("\n") == 1  # one line, whatever the names
+    # The table keeps one row per session.
+    assert {first, second} <= set(setup.ls_rows())
+    # serve's log named it when it started: shown there too, on its one line.
+    log = setup.server.stderr_path.read_text()
+    assert "evil\\x1b]52" in log
+    assert not [c for c in log if c != "\n" and (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F)]
+
+
 # ---------------------------------------------------------------------- answer
 
 

@@ -196,6 +196,7 @@ def test_rejected_repr_and_reasons_leak_no_frame_data() -> None:
         "oversized",
         "invalid",
         "future",
+        "native_id",
         "unterminated",
     }
 

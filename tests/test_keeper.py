@@ -528,6 +528,47 @@ def test_a_recording_goes_on_after_a_crash_in_a_new_file(
     assert "got:first" in "\n".join(rows) and "got:second" in "\n".join(rows)
 
 
+def test_an_adopting_server_never_follows_a_link_planted_for_the_recording(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A dangling link at ``<id>.cast`` when the adopting server starts its new file
+    is moved aside like a file, never followed: its target is never created."""
+    recordings, target = tmp_path / "rec", tmp_path / "elsewhere" / "target"
+    target.parent.mkdir()
+    running = Serve(tmp_path, env, "--record", str(recordings))
+    try:
+
+        async def before(client: Client) -> str:
+            session = await client.spawn(["sh", "-c", ECHO_LINES], cols=40, rows=8)
+            await client.attach(session.id)
+            await client.send_input(b"first\r")
+            await output_until(client, b"got:first")
+            return session.id
+
+        session = running.run(before)
+        written = recordings / f"{session}.cast"
+        wait_for(lambda: "got:first" in written.read_text(), "the first recording")
+        server = running.server_pid()
+        os.kill(server, signal.SIGSTOP)  # nothing writes the file while it is swapped
+        written.unlink()
+        written.symlink_to(target)
+        os.kill(server, signal.SIGKILL)
+
+        async def after(client: Client) -> bool:
+            await client.attach(session)
+            await client.send_input(b"second\r")
+            await output_until(client, b"got:second")
+            await client.close(session)
+            return True
+
+        wait_for(lambda: _quietly(running, after), "the adopting server")
+    finally:
+        running.stop()
+    assert not os.path.lexists(target)
+    assert not written.is_symlink() and "got:second" in written.read_text()
+    assert (recordings / f"{session}.1.cast").is_symlink()  # moved aside, untouched
+
+
 def _quietly(serve: Serve, call: Callable[[Client], Awaitable[T]]) -> T | None:
     """``serve.run(call)``, or None while the server is not back."""
     try:

@@ -3,9 +3,11 @@ environment values or the nonce; ``ls --all`` and ``resume`` read them."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
+import sys
 from pathlib import Path
 
 import anyio
@@ -214,3 +216,107 @@ def test_an_older_database_gains_the_source_and_keeps_its_sessions(tmp_path: Pat
     kept = records.get("sold")
     assert kept is not None and (kept.phase, kept.source) == ("working", "terminal")
     records.close()
+
+
+FAKE_CLAUDE = """\
+#!{python}
+# A stand-in for the `claude` binary: shows the argv it was started with, reports
+# each conversation id listed in REPORT as the real extension would, and waits.
+import json, os, sys, time
+from pathlib import Path
+from ptyvisor.frames import encode_frame
+
+print("ARGV " + json.dumps(sys.argv[1:]), flush=True)
+for native in Path({report!r}).read_text().splitlines():
+    payload = {{"type": "activity", "phase": "waiting", "at": time.time_ns() // 10**6,
+               "agent": "claude-code", "native_session_id": native}}
+    frame = encode_frame(os.environ["PTYVISOR_SESSION"], os.environ["PTYVISOR_NONCE"], payload)
+    os.write(1, frame)
+print("REPORTED", flush=True)
+sys.stdin.readline()
+"""
+INJECTED = "--dangerously-skip-permissions"
+CONVERSATION = "5f1c2a8e-8b1e-4a56-9a0e-3c6d9f1b2a77"
+
+
+async def test_a_reported_id_never_becomes_an_option_of_the_resumed_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anything holding the nonce can report an id: one that is not shaped like the
+    agent's (an option, for one) is refused as it arrives and again when a resume
+    builds argv, and a good one goes in as one ``--resume=<id>`` word."""
+    bin_dir, report = tmp_path / "bin", tmp_path / "report"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text(FAKE_CLAUDE.format(python=sys.executable, report=str(report)))
+    claude.chmod(0o755)
+    # The server's own PATH: a resumed program gets the server's environment.
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+    ids: dict[str, str] = {}
+
+    async def reported(client: Client, native: str) -> tuple[str, bytes]:
+        report.write_text(native + "\n")
+        session = await client.spawn([], agent="claude-code", cwd=str(tmp_path))
+        await client.attach(session.id, since=0)
+        argv = await output_until(client, b"REPORTED")
+        await client.send_input("\n")
+
+        async def exited() -> bool:
+            listed = {s.id: s for s in await client.list()}
+            return listed[session.id].process.state == "exited"
+
+        await poll(exited)
+        return session.id, argv
+
+    async def first(client: Client) -> None:
+        ids["injected"], _ = await reported(client, INJECTED)
+        stats = await client.stats(ids["injected"])
+        assert stats.frames_rejected.get("native_id") == 1
+        listed = {s.id: s for s in await client.list(all=True)}
+        assert listed[ids["injected"]].activity.native_session_id is None
+        with pytest.raises(ServerError) as refused:
+            await client.resume(ids["injected"])
+        assert refused.value.code == "not_resumable"
+
+        ids["good"], _ = await reported(client, CONVERSATION)
+        assert {s.id: s for s in await client.list()}[
+            ids["good"]
+        ].activity.native_session_id == CONVERSATION
+        report.write_text("")
+        resumed = await client.resume(ids["good"])
+        await client.attach(resumed.id, since=0)
+        line = (await output_until(client, b"REPORTED")).decode().split("ARGV ", 1)[1]
+        argv = json.loads(line.split("\r\n", 1)[0])
+        assert f"--resume={CONVERSATION}" in argv
+        assert INJECTED not in argv and "--resume" not in argv
+        await client.close(resumed.id)
+
+    await serving(config, first)
+
+    # A record written by an older version, which took any id: refused, not launched.
+    records = Records(config.state_dir)
+    records.activity(
+        ids["good"],
+        phase="waiting",
+        since=1,
+        reason=None,
+        native_session_id=INJECTED,
+        agent="claude-code",
+        source="extension",
+    )
+    records.close()
+
+    async def second(client: Client) -> None:
+        with pytest.raises(ServerError) as refused:
+            await client.resume(ids["good"])
+        assert refused.value.code == "not_resumable"
+        assert "refused" in refused.value.message and INJECTED in refused.value.message
+        afresh = await client.resume(ids["good"], rerun=True)
+        await client.attach(afresh.id, since=0)
+        line = (await output_until(client, b"REPORTED")).decode().split("ARGV ", 1)[1]
+        argv = json.loads(line.split("\r\n", 1)[0])
+        assert INJECTED not in argv and not any(a.startswith("--resume") for a in argv)
+        await client.close(afresh.id)
+
+    await serving(config, second)

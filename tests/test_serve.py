@@ -65,6 +65,7 @@ def serving(
         (["--port", "70000"], "--port must be between"),
         (["--tls-cert", "/nonexistent"], "--tls-cert and --tls-key go together"),
         (["--tls-cert", "/nonexistent", "--tls-key", "/nonexistent"], "no such file"),
+        (["--tls-cert", "/tmp", "--tls-key", "/tmp"], "/tmp is a directory, not a file"),
     ],
 )
 def test_bad_options_are_refused_at_start_in_one_line(
@@ -75,6 +76,21 @@ def test_bad_options_are_refused_at_start_in_one_line(
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], result.stderr
+
+
+def test_recordings_go_only_where_nobody_else_can_write(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A directory others can write to is refused unless it is sticky and ours."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    refused = serve_refused(["--port", "0", "--record", str(shared)], env)
+    assert refused.returncode == 2
+    assert f"others can write to {shared}" in refused.stderr, refused.stderr
+    shared.chmod(0o1777)  # sticky and ours: nobody else can replace our files
+    with serving(tmp_path, env, "--record", str(shared)) as (proc, _url, _stderr):
+        assert proc.poll() is None
 
 
 def test_an_unresolvable_host_and_an_unusable_state_directory_are_one_line(

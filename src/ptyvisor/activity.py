@@ -115,6 +115,8 @@ class ActivityReport(BaseModel):
     agent: AgentName | None = None
     reason: Annotated[str, Field(max_length=MAX_REASON_CHARS)] | None = None
     native_session_id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    """Untrusted like the rest: the session keeps it only if it is shaped like its
+    agent's ids (untrusted.native_id_problem), as a resume puts it into argv."""
 
 
 SubagentId = Annotated[str, Field(min_length=1, max_length=256)]

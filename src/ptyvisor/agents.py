@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ptyvisor.untrusted import native_id_problem
+
 AgentName = Literal["claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code"]
 AGENTS: tuple[AgentName, ...] = (
     "claude-code",
@@ -375,16 +377,39 @@ def launch(
             )
 
 
+class BadNativeId(ValueError):
+    """A recorded conversation id that is not shaped like the agent's own: refused
+    rather than put into the agent's argument vector (see untrusted.py)."""
+
+
+RESUME_OPTION: dict[AgentName, str] = {
+    "claude-code": "--resume",
+    "gemini-cli": "--resume",
+    "qwen-code": "--resume",
+    "opencode": "--session",
+    "pi": "--session",
+}
+"""Each agent's option to continue a conversation (Codex's is the subcommand
+``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
+1.18 (``--session``), Pi 0.73 (a session UUID or a prefix of it), Gemini CLI 0.61
+(``--resume <uuid>``), Qwen Code 0.24."""
+SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
+"""Agents whose parser takes no ``--option=value``: Pi 0.73 reads ``--session=x`` as
+an unknown flag for its extensions. Their id goes as the next word, which
+`native_id_problem` has made sure cannot be read as an option."""
+
+
 def resume_args(agent: AgentName, native_session_id: str) -> list[str]:
-    """The agent's own way to continue conversation ``native_session_id`` (checked
-    against the pinned versions: Claude Code 2.1.332 ``--resume <id>``, Codex 0.171
-    ``resume <id>`` (a subcommand, see `launch`), OpenCode 1.18 ``--session <id>``,
-    Pi 0.73 ``--session <id>`` (a session UUID or a prefix of it), Gemini CLI 0.61
-    ``--resume <uuid>``, Qwen Code 0.24 ``--resume <id>``)."""
-    match agent:
-        case "claude-code" | "gemini-cli" | "qwen-code":
-            return ["--resume", native_session_id]
-        case "codex":
-            return ["resume", native_session_id]
-        case "opencode" | "pi":
-            return ["--session", native_session_id]
+    """The agent's own way to continue conversation ``native_session_id``, as one
+    ``--option=value`` word where the agent's parser takes that (see
+    `RESUME_OPTION`); raises `BadNativeId` for an id not shaped like the agent's (a
+    frame is untrusted, and so is a record written by an older version)."""
+    problem = native_id_problem(agent, native_session_id)
+    if problem is not None:
+        raise BadNativeId(problem)
+    if agent == "codex":
+        return ["resume", native_session_id]
+    option = RESUME_OPTION[agent]
+    if agent in SEPARATE_VALUE:
+        return [option, native_session_id]
+    return [f"{option}={native_session_id}"]

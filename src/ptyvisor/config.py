@@ -1,5 +1,8 @@
 """Server settings, the state directory and the access token.
 
+Stdlib only, and a leaf: the keeper reads its settings here, so the server's modules
+import their defaults from this one, never the other way round.
+
 The token is generated at first start and stored 0600 in the state directory (a 0700
 directory), or given by ``--token`` / ``PTYVISOR_TOKEN``. It is never logged.
 """
@@ -14,9 +17,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ptyvisor.outputlog import DEFAULT_CAPACITY
-from ptyvisor.recording import DEFAULT_LIMIT as DEFAULT_RECORD_LIMIT
-
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7733
 TOKEN_FILE = "token"
@@ -26,6 +26,10 @@ DEFAULT_CLIENT_BUFFER = 4 * 1024 * 1024
 DEFAULT_LAG_LIMIT = 512 * 1024
 """Bytes the headless terminal may fall behind a flood (renderer.py)."""
 DEFAULT_REPLY_BUFFER = 1024 * 1024
+DEFAULT_REPLAY_BYTES = 2 * 1024 * 1024
+"""Output each session keeps for exact replay (outputlog.py, and the keeper's ring)."""
+DEFAULT_RECORD_LIMIT = 64 * 1024 * 1024
+"""Bytes per recording file before it is rotated (recording.py)."""
 CODEX_ANSWER_WAIT_SECONDS = 20.0
 """Default hold of a Codex request: below Codex's hook timeout (30 s, see agents)."""
 
@@ -154,7 +158,7 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     """Serve ``wss://`` and ``https://`` with these (``--tls-cert``/``--tls-key``)."""
-    replay_bytes: int = DEFAULT_CAPACITY
+    replay_bytes: int = DEFAULT_REPLAY_BYTES
     render_lag_limit: int = DEFAULT_LAG_LIMIT
     scrollback: int = 1000
     client_buffer: int = DEFAULT_CLIENT_BUFFER

@@ -72,6 +72,7 @@ class RejectReason(StrEnum):
     OVERSIZED = "oversized"  # frame larger than MAX_FRAME_BYTES
     INVALID = "invalid"  # authentic, but the caller's schema validation failed
     FUTURE = "future"  # authentic, but stamped minutes ahead of the server's clock
+    NATIVE_ID = "native_id"  # authentic, but its conversation id is not its agent's kind
     UNTERMINATED = "unterminated"  # scanner dropped it: no terminator within the limit, or cut
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ptyvisor import descriptors, handoff, proctable, ring, serve_options, spawn
+from ptyvisor import descriptors, handoff, logs, proctable, ring, serve_options, spawn
 from ptyvisor.config import ServerConfig, control_path
 
 log = logging.getLogger("ptyvisor.keeper")
@@ -97,10 +97,7 @@ def main(argv: list[str]) -> int:
     warning = serve_options.beyond_loopback_warning(config)
     if warning is not None:
         print(f"ptyvisor serve: {warning}", file=sys.stderr, flush=True)
-    logging.basicConfig(
-        level=logging.DEBUG if options.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(options.verbose)
     if options.no_keeper:
         from ptyvisor.worker import serve_in_process
 

@@ -21,9 +21,10 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 
+from ptyvisor.config import DEFAULT_REPLAY_BYTES
 from ptyvisor.ring import Ring
 
-DEFAULT_CAPACITY = 2 * 1024 * 1024
+DEFAULT_CAPACITY = DEFAULT_REPLAY_BYTES
 SMALL_READ = 2048
 """Reads below this are gathered into the tail, so a chatty TUI does not make 2 MiB
 of one-byte chunks."""

@@ -18,6 +18,12 @@ screen as it is then, so each file plays on its own. A server that adopts a
 recorded session after a restart starts a new file the same way.
 
 `asciicast` turns the replay log's bytes into a cast for ``ptyvisor export``.
+
+A file is never opened through a link: a new file is created with ``O_EXCL`` and
+``O_NOFOLLOW`` (a link planted at ``<id>.cast`` is rotated away like a file, never
+followed), and a directory others can write to is refused unless it is sticky and
+ours (`directory_problem`). The title (the session's name) and the markers (an
+agent's reasons) are untrusted and made printable (untrusted.py).
 """
 
 from __future__ import annotations
@@ -35,9 +41,13 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from ptyvisor.config import DEFAULT_RECORD_LIMIT
+from ptyvisor.privatefiles import UnsafeDirectory, create_new, directory_problem
+from ptyvisor.untrusted import printable
+
 log = logging.getLogger(__name__)
 
-DEFAULT_LIMIT = 64 * 1024 * 1024
+DEFAULT_LIMIT = DEFAULT_RECORD_LIMIT
 DEFAULT_PARTS = 4
 PENDING_LIMIT = 8 * 1024 * 1024
 """Output queued for the writer past which it is dropped (and the screen redrawn)."""
@@ -60,7 +70,7 @@ def header(cols: int, rows: int, *, title: str, term: str, started: float) -> st
             "width": cols,
             "height": rows,
             "timestamp": int(started),
-            "title": title,
+            "title": printable(title),
             "env": {"TERM": term},
         },
         ensure_ascii=False,
@@ -72,7 +82,8 @@ def event(at: float, kind: str, data: str) -> str:
 
 
 def marker_label(phase: str, reason: str | None) -> str:
-    return f"{phase}: {reason}" if reason else phase
+    """A marker's text: players show it, and the reason is the agent's (untrusted)."""
+    return printable(f"{phase}: {reason}" if reason else phase)
 
 
 def asciicast(
@@ -220,9 +231,12 @@ class Recorder:
             os.close(self._file)
             self._file = None
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self.path.exists():  # a full file, or the last one before a restart
+        problem = directory_problem(self.path.parent, "recordings")
+        if problem is not None:
+            raise UnsafeDirectory(problem)
+        if os.path.lexists(self.path):  # a full file, the last one before a restart, a link
             self._rotate()
-        self._file = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        self._file = create_new(self.path)
         self._written = 0
         self._part_start = time.monotonic()
         self._decoder.reset()
@@ -240,8 +254,8 @@ class Recorder:
         ]
         part[-1].unlink(missing_ok=True)
         for older, newer in zip(reversed(part[1:]), reversed(part[:-1]), strict=True):
-            if newer.exists():
-                newer.rename(older)
+            if os.path.lexists(newer):
+                newer.rename(older)  # a link is moved, never followed
 
     def _write_batch(self, batch: list[tuple[float, str, bytes | str, int]]) -> None:
         lines = []

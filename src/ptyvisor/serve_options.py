@@ -17,6 +17,8 @@ from ptyvisor.config import (
     DEFAULT_HOST,
     DEFAULT_LAG_LIMIT,
     DEFAULT_PORT,
+    DEFAULT_RECORD_LIMIT,
+    DEFAULT_REPLAY_BYTES,
     ServerConfig,
     default_state_dir,
     ensure_state_dir,
@@ -24,8 +26,7 @@ from ptyvisor.config import (
     load_settings,
     save_settings,
 )
-from ptyvisor.outputlog import DEFAULT_CAPACITY
-from ptyvisor.recording import DEFAULT_LIMIT as DEFAULT_RECORD_LIMIT
+from ptyvisor.privatefiles import directory_problem
 
 NUMERIC_OPTIONS: dict[str, tuple[str, int, int]] = {
     "port": ("--port", 0, 65535),
@@ -71,8 +72,8 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--replay-bytes",
         type=int,
-        default=DEFAULT_CAPACITY,
-        help=f"output kept per session for exact replay (default {DEFAULT_CAPACITY})",
+        default=DEFAULT_REPLAY_BYTES,
+        help=f"output kept per session for exact replay (default {DEFAULT_REPLAY_BYTES})",
     )
     serve.add_argument(
         "--render-lag",
@@ -137,9 +138,23 @@ def check(options: argparse.Namespace) -> str | None:
     if (options.tls_cert is None) != (options.tls_key is None):
         return "--tls-cert and --tls-key go together"
     for path in (options.tls_cert, options.tls_key):
-        if path is not None and not path.is_file():
-            return f"no such file: {path}"
+        problem = None if path is None else _not_a_file(path)
+        if problem is not None:
+            return problem
+    if options.record is not None:
+        return directory_problem(options.record, "recordings")
     return None
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a certificate or key file, or None."""
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return f"{path} is a directory, not a file"
+    if path.exists():
+        return f"{path} is not a regular file"
+    return f"no such file: {path}"
 
 
 def is_loopback(host: str) -> bool:

@@ -78,6 +78,7 @@ from ptyvisor.scanner import FrameScanner, ScanResult
 from ptyvisor.sizing import SizePolicy
 from ptyvisor.spawn import DEFAULT_TERM
 from ptyvisor.terminal import HeadlessTerminal, TerminalSignal, TerminalSnapshot
+from ptyvisor.untrusted import native_id_problem
 
 log = logging.getLogger(__name__)
 
@@ -543,6 +544,15 @@ class Session:
             return
         if payload.at > now:
             payload = payload.model_copy(update={"at": now})
+        if (
+            isinstance(payload, ActivityReport)
+            and payload.native_session_id is not None
+            and native_id_problem(self.agent, payload.native_session_id) is not None
+        ):
+            # Not this agent's kind of id: a resume would put it into its argv. The
+            # activity stands; the id is refused.
+            self._count_rejection(RejectReason.NATIVE_ID.value)
+            payload = payload.model_copy(update={"native_session_id": None})
         if self._defers_ready(payload):
             self.frames_applied += 1
             return

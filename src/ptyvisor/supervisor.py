@@ -14,7 +14,7 @@ from typing import Any, get_args
 from anyio.abc import TaskGroup
 
 from ptyvisor.activity import Activity, ActivityPhase, ActivitySource
-from ptyvisor.agents import AGENTS, AgentName, launch
+from ptyvisor.agents import AGENTS, AgentName, BadNativeId, launch
 from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import PendingRequests
@@ -29,6 +29,7 @@ from ptyvisor.records import Record, Records
 from ptyvisor.ring import Ring
 from ptyvisor.session import Identity, Session, new_session_id, now_ms, raw_names
 from ptyvisor.spawn import SpawnError, program_environment
+from ptyvisor.untrusted import native_id_problem
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +93,16 @@ class Supervisor:
         extra_env: dict[str, str] = {}
         command = list(argv)
         if agent is not None:
-            started = launch(
-                agent,
-                argv,
-                session_dir=self.session_dir(session_id),
-                resume=resume,
-                env=program_environment(os.environ, env),  # what the agent will see
-            )
+            try:
+                started = launch(
+                    agent,
+                    argv,
+                    session_dir=self.session_dir(session_id),
+                    resume=resume,
+                    env=program_environment(os.environ, env),  # what the agent will see
+                )
+            except BadNativeId as bad:
+                raise NotResumable(str(bad)) from None
             # What the user asked for: the agent's program and their own arguments,
             # without the extension flags (a page-long hooks JSON for Claude).
             command = [started.argv[0], *argv]
@@ -155,11 +159,19 @@ class Supervisor:
         else:
             raise UnknownSession(session_id)
         agent = identity.agent
-        if agent in AGENTS and native:
+        # Only a frame (untrusted), or a record from before ids were checked, can have
+        # put a bad id there: it never reaches the agent's argv.
+        problem = native_id_problem(agent, native) if agent in AGENTS and native else None
+        if agent in AGENTS and native and problem is None:
             args, resume = identity.command[1:], native
         elif rerun:
             args = identity.command[1:] if agent in AGENTS else identity.argv
             resume = None
+        elif problem is not None:
+            raise NotResumable(
+                f"session {session_id}'s recorded conversation id is refused: {problem} "
+                "(rerun starts it afresh)"
+            )
         elif agent in AGENTS:
             raise NotResumable(
                 f"{agent} never reported its conversation's id in session {session_id}: "

@@ -14,20 +14,11 @@ import sys
 
 import anyio
 
-from ptyvisor import descriptors, serve_options
+from ptyvisor import descriptors, logs, serve_options
 from ptyvisor.config import ServerConfig
 from ptyvisor.keeperlink import KeeperGone, KeeperLink
 
 log = logging.getLogger("ptyvisor.server")
-
-
-def _configure_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # websockets logs every refused handshake at INFO with its path, which may hold a token.
-    logging.getLogger("websockets").setLevel(logging.WARNING)
 
 
 def main(argv: list[str]) -> int:
@@ -40,7 +31,7 @@ def main(argv: list[str]) -> int:
     except (KeeperGone, OSError, ValueError) as refused:
         print(f"ptyvisor server: cannot start under the keeper: {refused}", file=sys.stderr)
         return 3
-    _configure_logging(link.verbose)
+    logs.configure(link.verbose)
     try:
         anyio.run(functools.partial(run_server, link.config, keeper=link))
     except BaseException as raised:
@@ -56,7 +47,7 @@ def serve_in_process(config: ServerConfig, *, explicit_token: bool) -> int:
     """``ptyvisor serve --no-keeper``: programs end with this process."""
     from ptyvisor.server import run_server
 
-    _configure_logging(False)
+    logs.configure(False)
 
     async def serve() -> None:
         async with anyio.create_task_group() as tg:

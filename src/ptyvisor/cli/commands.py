@@ -18,11 +18,13 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from ptyvisor import completion, scripting
 from ptyvisor.activity import ActivityPhase
 from ptyvisor.cli.formatting import (
+    complain,
     ended_text,
     event_text,
     format_capture,
     format_table,
     process_event,
+    say,
 )
 from ptyvisor.cli.grammar import build_parser
 from ptyvisor.cli.tty_attach import SessionGone, TerminalAttachment, parse_key
@@ -48,8 +50,8 @@ def run_command(args: list[str]) -> int:
         return serve_main(args[1:])
     if command == "completion":
         parser = build_parser()
-        print(
-            completion.bash(parser) if options.shell == "bash" else completion.zsh(parser), end=""
+        sys.stdout.write(
+            completion.bash(parser) if options.shell == "bash" else completion.zsh(parser)
         )
         return 0
     if command == "schema":
@@ -67,12 +69,12 @@ def run_command(args: list[str]) -> int:
         try:
             parse_key(options.detach_key)
         except ValueError as bad_key:
-            print(f"ptyvisor {command}: {bad_key}", file=sys.stderr)
+            complain(f"ptyvisor {command}: {bad_key}")
             return 2
     detached = command == "run" and options.detach
     if command in ("run", "attach") and not detached and not sys.stdin.isatty():
         # Checked first: `run` would otherwise start a session it cannot attach to.
-        print(f"ptyvisor {command}: standard input is not a terminal", file=sys.stderr)
+        complain(f"ptyvisor {command}: standard input is not a terminal")
         return 2
     try:
         return anyio.run(_client_command, options)
@@ -80,23 +82,21 @@ def run_command(args: list[str]) -> int:
         # Client.connect runs a task group, so errors arrive wrapped in exception groups.
         error = _unwrap(raised)
         if isinstance(error, ServerError):
-            print(f"ptyvisor: {error.message}", file=sys.stderr)
+            complain(f"ptyvisor: {error.message}")
             return 1
         if isinstance(error, InvalidStatus):
             status = error.response.status_code
             hint = " (wrong or missing token?)" if status == 401 else ""
-            print(
-                f"ptyvisor: the server refused the connection: HTTP {status}{hint}", file=sys.stderr
-            )
+            complain(f"ptyvisor: the server refused the connection: HTTP {status}{hint}")
             return 1
         if isinstance(error, OSError | WebSocketException):
-            print(f"ptyvisor: cannot reach the server: {error}", file=sys.stderr)
+            complain(f"ptyvisor: cannot reach the server: {error}")
             return 1
         if isinstance(error, Disconnected):
-            print(f"ptyvisor: lost the connection to the server: {error}", file=sys.stderr)
+            complain(f"ptyvisor: lost the connection to the server: {error}")
             return 1
         if isinstance(error, SessionGone):
-            print(f"ptyvisor: session {error.args[0]} is gone", file=sys.stderr)
+            complain(f"ptyvisor: session {error.args[0]} is gone")
             return 1
         if isinstance(error, KeyboardInterrupt):
             return 130
@@ -112,7 +112,7 @@ def write_output(command: str, path: str | Path, text: str) -> int:
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as unwritable:
-        print(f"ptyvisor {command}: cannot write {path}: {unwritable}", file=sys.stderr)
+        complain(f"ptyvisor {command}: cannot write {path}: {unwritable}")
         return 1
     return 0
 
@@ -130,7 +130,7 @@ def restart(options: argparse.Namespace) -> int:
     state_dir = options.state_dir or default_state_dir()
     keeper = lock_holder(state_dir)
     if keeper is None:
-        print(f"ptyvisor restart: no ptyvisor serve is running on {state_dir}", file=sys.stderr)
+        complain(f"ptyvisor restart: no ptyvisor serve is running on {state_dir}")
         return 1
     token = options.token or read_token(state_dir)
     asked = time.time_ns() // 1_000_000
@@ -149,9 +149,9 @@ def restart(options: argparse.Namespace) -> int:
         return False
 
     if not anyio.run(restarted):
-        print(f"ptyvisor restart: no new server within {options.timeout:g} s", file=sys.stderr)
+        complain(f"ptyvisor restart: no new server within {options.timeout:g} s")
         return 1
-    print("restarted")
+    say("restarted")
     return 0
 
 
@@ -191,16 +191,16 @@ async def _client_command(options: argparse.Namespace) -> int:
             case "ls":
                 sessions = await client.list(all=options.all)
                 if options.json:
-                    print(json.dumps([s.model_dump(mode="json") for s in sessions], indent=2))
+                    say(json.dumps([s.model_dump(mode="json") for s in sessions], indent=2))
                 else:
                     # On a terminal each row fits its width; piped, rows are whole.
                     width = _terminal_size()[0] if sys.stdout.isatty() else None
-                    print(format_table(sessions, width=width))
+                    say(format_table(sessions, width=width))
                 return 0
             case "resume":
                 session = await client.resume(options.session, rerun=options.rerun)
                 if not sys.stdin.isatty():
-                    print(session.id)
+                    say(session.id)
                     return 0
                 return await _attach_terminal(client, session.id, options, ran=True)
             case "kill":
@@ -213,7 +213,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                 return await _answer(client, options)
             case "send":
                 await client.send_message(options.session, options.message)
-                print("queued")
+                say("queued")
                 return 0
             case "unsend":
                 await client.unsend(options.session)
@@ -225,14 +225,15 @@ async def _client_command(options: argparse.Namespace) -> int:
                 return 0
             case "capture":
                 if options.scrollback < 0:
-                    print("ptyvisor capture: --scrollback takes N >= 0", file=sys.stderr)
+                    complain("ptyvisor capture: --scrollback takes N >= 0")
                     return 2
                 captured = await client.capture(
                     options.session,
                     scrollback=-1 if options.all else options.scrollback,
                     ansi=options.ansi,
                 )
-                print(format_capture(captured, json_output=options.json), end="")
+                # The program's own screen, as it is (see formatting).
+                sys.stdout.write(format_capture(captured, json_output=options.json))
                 return 0
             case "wait":
                 return await _wait(client, options)
@@ -254,7 +255,7 @@ async def _client_command(options: argparse.Namespace) -> int:
             case "run":
                 argv = options.argv[1:] if options.argv[:1] == ["--"] else options.argv
                 if not argv and options.agent is None:
-                    print("ptyvisor run: give a command after -- (or --agent)", file=sys.stderr)
+                    complain("ptyvisor run: give a command after -- (or --agent)")
                     return 2
                 cols, rows = _terminal_size()
                 cwd = options.cwd or os.getcwd()
@@ -268,7 +269,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                     record=options.record,
                 )
                 if options.detach:
-                    print(session.id)
+                    say(session.id)
                     return 0
                 return await _attach_terminal(client, session.id, options, ran=True)
     return 2
@@ -296,25 +297,25 @@ async def _answer(client: Client, options: argparse.Namespace) -> int:
     for item in options.choose:
         question, sep, label = item.partition("=")
         if not sep or not question:
-            print(f"ptyvisor answer: --choose takes Q=LABEL, not {item!r}", file=sys.stderr)
+            complain(f"ptyvisor answer: --choose takes Q=LABEL, not {item!r}")
             return 2
         chosen = answers.setdefault(question, [])
         if isinstance(chosen, str):
-            print(f"ptyvisor answer: question {question!r} has --text too", file=sys.stderr)
+            complain(f"ptyvisor answer: question {question!r} has --text too")
             return 2
         chosen.append(label)
     for item in options.text:
         question, sep, value = item.partition("=")
         if not sep or not question:
-            print(f"ptyvisor answer: --text takes Q=TEXT, not {item!r}", file=sys.stderr)
+            complain(f"ptyvisor answer: --text takes Q=TEXT, not {item!r}")
             return 2
         if question in answers:
-            print(f"ptyvisor answer: question {question!r} is answered twice", file=sys.stderr)
+            complain(f"ptyvisor answer: question {question!r} is answered twice")
             return 2
         answers[question] = value
     found = find_pending(await client.list(), options.interaction, options.session)
     if isinstance(found, str):
-        print(f"ptyvisor: {found}", file=sys.stderr)
+        complain(f"ptyvisor: {found}")
         return 1
     session_id, interaction_id = found
     await client.answer(
@@ -325,7 +326,7 @@ async def _answer(client: Client, options: argparse.Namespace) -> int:
         suggestion=options.suggestion,
         answers=answers or None,
     )
-    print("answered")
+    say("answered")
     return 0
 
 
@@ -356,23 +357,23 @@ def _finish(
     ``ran``: we started it (`run`), so an early exit is no news of an old one."""
     if exit_code is None:
         if attachment.connected:
-            print(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
+            say(f"[detached from {session_id}; `ptyvisor attach {session_id}` to return]")
         else:
-            print(f"[detached from {session_id} while the server was away]")
+            say(f"[detached from {session_id} while the server was away]")
         return 0
     ended = attachment.ended
     if ended is not None:
         how = ended_text(ended)
         earlier = attachment.already_exited and not ran
-        print(f"[{session_id} had already ended: {how}]" if earlier else f"[{how}]")
+        say(f"[{session_id} had already ended: {how}]" if earlier else f"[{how}]")
     return exit_code
 
 
 async def _events(client: Client, session_id: str, *, follow: bool, as_json: bool) -> None:
     """The recorded timeline, then (``follow``) each change until the program exits."""
 
-    def say(event: dict[str, Any]) -> None:
-        print(json.dumps(event) if as_json else event_text(event), flush=True)
+    def show(event: dict[str, Any]) -> None:
+        say(json.dumps(event) if as_json else event_text(event))
 
     def activity_event(at: int, phase: str, reason: str | None) -> dict[str, Any]:
         return {"type": "activity", "at": at, "phase": phase, "reason": reason}
@@ -380,29 +381,29 @@ async def _events(client: Client, session_id: str, *, follow: bool, as_json: boo
     timeline = await client.timeline(session_id)
     last: tuple[str, int] | None = None
     for transition in timeline.transitions:
-        say(activity_event(transition.at, transition.phase.value, transition.reason))
+        show(activity_event(transition.at, transition.phase.value, transition.reason))
         last = (transition.phase.value, transition.at)
     if timeline.ended_at is not None or not follow:
         if timeline.ended_at is not None:
             summary = next((s for s in await client.list(all=True) if s.id == session_id), None)
             if summary is not None:
-                say(process_event(summary.process))
+                show(process_event(summary.process))
         return
     attached = await client.attach(session_id, view_only=True, scrollback=False)
     activity = attached.session.activity
     if (activity.phase.value, activity.since) != last and activity.phase.value != "unavailable":
-        say(activity_event(activity.since, activity.phase.value, activity.reason))
+        show(activity_event(activity.since, activity.phase.value, activity.reason))
     async for event in client.events():
         match event:
             case ActivityChanged() if event.session == session_id:
                 activity = event.activity
-                say(activity_event(activity.since, activity.phase.value, activity.reason))
+                show(activity_event(activity.since, activity.phase.value, activity.reason))
             case ProcessChanged() if event.session == session_id:
-                say(process_event(event.process))
+                show(process_event(event.process))
                 if event.process.state == "exited":
                     return
             case SessionClosed() if event.session == session_id:
-                say({"type": "closed", "at": int(time.time() * 1000)})
+                show({"type": "closed", "at": int(time.time() * 1000)})
                 return
             case ConnectionLost():
                 raise Disconnected("the server went away")
@@ -418,13 +419,13 @@ async def _wait(client: Client, options: argparse.Namespace) -> int:
     try:
         text = re.compile(options.text) if options.text is not None else None
     except re.error as error:
-        print(f"ptyvisor wait: --text is not a regular expression: {error}", file=sys.stderr)
+        complain(f"ptyvisor wait: --text is not a regular expression: {error}")
         return 2
     if options.quiet is not None and not options.quiet >= 0:
-        print("ptyvisor wait: --quiet takes SECONDS >= 0", file=sys.stderr)
+        complain("ptyvisor wait: --quiet takes SECONDS >= 0")
         return 2
     if not options.timeout >= 0:
-        print("ptyvisor wait: --timeout takes S >= 0", file=sys.stderr)
+        complain("ptyvisor wait: --timeout takes S >= 0")
         return 2
     condition = Condition(
         phases=frozenset(ActivityPhase(p) for p in options.phase),
@@ -437,14 +438,14 @@ async def _wait(client: Client, options: argparse.Namespace) -> int:
     try:
         outcome = await wait(client, options.session, condition, seconds=options.timeout)
     except SessionVanished:
-        print(f"ptyvisor wait: session {options.session} is gone", file=sys.stderr)
+        complain(f"ptyvisor wait: session {options.session} is gone")
         return TIMED_OUT
     if outcome == "holds":
         return 0
     if outcome == "cannot":
-        print("ptyvisor wait: the program has exited; it can no longer hold", file=sys.stderr)
+        complain("ptyvisor wait: the program has exited; it can no longer hold")
     else:
-        print(f"ptyvisor wait: timed out after {options.timeout:g} s", file=sys.stderr)
+        complain(f"ptyvisor wait: timed out after {options.timeout:g} s")
     return TIMED_OUT
 
 

@@ -1,19 +1,44 @@
 """What the command line prints: ``ls``'s table, ``capture``'s text or JSON, event
-lines for ``events``, and how a program ended."""
+lines for ``events``, and how a program ended.
+
+Names, reasons, commands and interaction titles come from inside sessions, and any
+of them may hold escape sequences: everything the CLI prints that it did not write
+itself goes through `say` (or a cell through `untrusted.printable`), which shows
+control characters instead of sending them to the user's terminal. Only
+``capture`` (the program's own screen) and an attached terminal pass a program's
+output on as it is.
+"""
 
 from __future__ import annotations
 
 import json
 import shlex
 import signal
+import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 from ptyvisor.protocol import (
     Captured,
     ProcessState,
     SessionSummary,
 )
+from ptyvisor.untrusted import printable
+
+
+def say(text: str = "", *, file: TextIO | None = None, end: str = "\n") -> None:
+    """Print a line (or lines) of the CLI's own, which may quote untrusted text:
+    control characters are shown, line breaks kept (a cell of a table is made
+    printable whole first, so its own line breaks are shown too)."""
+    out = sys.stdout if file is None else file
+    out.write(printable(text, newlines=True) + end)
+    out.flush()
+
+
+def complain(text: str) -> None:
+    """`say` on standard error."""
+    say(text, file=sys.stderr)
+
 
 PHASE_LABELS = {
     "unavailable": "Live",
@@ -41,7 +66,7 @@ def event_text(event: dict[str, Any]) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event["at"] / 1000))
     if event["type"] == "activity":
         label = PHASE_LABELS.get(event["phase"], event["phase"])
-        reason = f"  {event['reason']}" if event.get("reason") else ""
+        reason = f"  {printable(event['reason'])}" if event.get("reason") else ""
         return f"{when}  {label:<11}{reason}".rstrip()
     if event["type"] == "process":
         if event["state"] != "exited":
@@ -90,7 +115,7 @@ REASON_CHARS = 40
 
 def format_table(sessions: list[SessionSummary], *, width: int | None = None) -> str:
     """``ls``'s table; ``width``: cut each row to it (a terminal's width)."""
-    rows = [LS_HEADER]
+    rows: list[tuple[str, ...]] = [LS_HEADER]
     now = time.time() * 1000
     for s in sessions:
         process: str = s.process.state
@@ -100,24 +125,23 @@ def format_table(sessions: list[SessionSummary], *, width: int | None = None) ->
             process = ended_text(s.process)
         if s.past:
             process = f"past, {process}"
-        reason = " ".join((s.activity.reason or "").split()) or "-"
+        reason = printable(" ".join((s.activity.reason or "").split())) or "-"
         if len(reason) > REASON_CHARS:
             reason = reason[: REASON_CHARS - 1] + "…"
-        rows.append(
-            (
-                s.id,
-                s.name,
-                process,
-                _activity_label(s),
-                _ago(now - s.activity.since),
-                s.agent or "-",
-                reason,
-                _pending(s),
-                "yes" if s.queued_message is not None else "-",
-                str(s.clients),
-                shlex.join(s.command or s.argv),
-            )
+        row = (
+            s.id,
+            s.name,
+            process,
+            _activity_label(s),
+            _ago(now - s.activity.since),
+            s.agent or "-",
+            reason,
+            _pending(s),
+            "yes" if s.queued_message is not None else "-",
+            str(s.clients),
+            shlex.join(s.command or s.argv),
         )
+        rows.append(tuple(printable(cell) for cell in row))
     widths = [max(len(row[i]) for row in rows) for i in range(len(LS_HEADER) - 1)]
     lines = [
         "".join(cell.ljust(width) + "  " for cell, width in zip(row, widths, strict=False))
@@ -149,7 +173,7 @@ def _pending(s: SessionSummary) -> str:
         what = interaction.questions[0].question
     else:
         what = interaction.tool or interaction.title
-    what = " ".join(what.split())
+    what = printable(" ".join(what.split()))
     if len(what) > PENDING_WHAT_CHARS:
         what = what[: PENDING_WHAT_CHARS - 1] + "…"
     return f"{interaction.id[:PENDING_ID_CHARS]} {interaction.kind}: {what}"
