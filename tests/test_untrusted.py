@@ -241,13 +241,13 @@ def test_a_reported_id_is_refused_or_one_option_word(agent: str | None, value: s
         return
     if problem is not None:
         try:
-            resume_args(agent, value)  # type: ignore[arg-type]
+            resume_args(agent, value)
         except BadNativeId:
             return
         raise AssertionError(f"{value!r} reached {agent}'s argv")
     assert not value.startswith("-") and value.strip() == value
     assert acts_on_a_terminal(value) == [] and " " not in value
-    argv = resume_args(agent, value)  # type: ignore[arg-type]
+    argv = resume_args(agent, value)
     if agent == "codex":
         assert argv == ["resume", value]
     elif agent in SEPARATE_VALUE:
