@@ -81,6 +81,11 @@ async def reply_to(ws: ClientConnection, message: str | bytes) -> Error | Sessio
         (json.dumps({"type": "spawn", "argv": ["true"], "env": {"A": "x\0y"}}), "bad_message"),
         (json.dumps({"type": "spawn", "argv": ["true"], "cwd": "/tmp\0x"}), "bad_message"),
         (json.dumps({"type": "spawn", "argv_bytes": ["!!not base64"]}), "bad_message"),
+        ('{"type": []}', "bad_message"),  # unhashable: it once closed the connection
+        ('{"type": {}}', "bad_message"),
+        ('{"type": 7}', "bad_message"),
+        ("[]", "bad_message"),
+        ('{"type": "no-such"}', "unknown_type"),
     ],
 )
 async def test_bad_messages_get_typed_errors_and_keep_the_connection(
@@ -136,7 +141,7 @@ TYPES = [*sorted(CLIENT_MESSAGE_TYPES - {"spawn"}), "hello", "", "x" * 300]
 def client_messages(draw: st.DrawFn, session: str) -> str:
     """A message of a real type with fields of any JSON shape; sometimes aimed at a
     real session, sometimes mutated into broken JSON."""
-    body: dict[str, Any] = {"type": draw(st.sampled_from(TYPES))}
+    body: dict[str, Any] = {"type": draw(st.sampled_from(TYPES) | JSON_VALUES)}
     for name in draw(st.lists(st.sampled_from(FIELDS), max_size=5, unique=True)):
         body[name] = draw(JSON_VALUES | st.just(session))
     text = json.dumps(body)

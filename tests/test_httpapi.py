@@ -58,6 +58,22 @@ async def test_sessions_and_screens_as_json_and_text(server: RunningServer) -> N
         assert (await get(server, "/api/sessions", Host="evil.example", **AUTH)).status != 200
 
 
+async def test_references_in_paths_are_percent_decoded(server: RunningServer) -> None:
+    """A name with a space or a slash, as curl and browsers send it."""
+    async with Client.connect(server.url, TOKEN) as client:
+        spaced = await client.spawn(["sleep", "600"], name="web name")
+        slashed = await client.spawn(["sleep", "600"], name="a/b ü")
+        for path, ident in (
+            ("/api/sessions/web%20name", spaced.id),
+            ("/api/sessions/a%2Fb%20%C3%BC", slashed.id),
+        ):
+            found = await get(server, path, **AUTH)
+            assert found.status == 200, (path, found.body)
+            assert json.loads(found.body)["id"] == ident
+        screen = await get(server, "/api/sessions/web%20name/screen", **AUTH)
+        assert screen.status == 200
+
+
 async def test_metrics_in_prometheus_format(server: RunningServer) -> None:
     async with Client.connect(server.url, TOKEN) as client:
         script = f"{PTYVISOR_BIN} emit activity needs_input --agent tester; exec sleep 600"

@@ -201,3 +201,15 @@ async def test_agent_sessions_show_the_command_asked_for(client: Client, tmp_pat
     assert plain.command == plain.argv == ["sh", "-c", "exec cat"]
     for session in (summary, plain):
         await client.close(session.id)
+
+
+async def test_capture_past_the_scrollback_held_is_all_of_it(client: Client) -> None:
+    """Through a real server: 277 lines held, 278 or 287 asked, 277 given."""
+    session = await client.spawn(["sh", "-c", "seq 1 300; read x"], cols=40, rows=24)
+    await client.attach(session.id, since=0)
+    await output_until(client, b"300\r\n")
+    held = await client.capture(session.id, scrollback=-1)
+    assert held.scrollback[-1] == str(300 - 23) and len(held.scrollback) == 277
+    for asked in (276, 277, 278, 287, 10**6):
+        captured = await client.capture(session.id, scrollback=asked)
+        assert captured.scrollback == held.scrollback[-asked:], asked

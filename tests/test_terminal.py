@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ptyprocess import PtyProcess
 
 from ptyvisor.snapshot_ansi import BLANK, Cell
@@ -1082,3 +1084,16 @@ def _as_line(cells: dict[int, Cell]) -> Any:
     line = ScreenLine()
     line.update(cells)
     return line
+
+
+@settings(max_examples=60, deadline=None)
+@given(held=st.integers(0, 40), asked=st.integers(-1, 100))
+def test_text_gives_the_last_scrollback_lines_asked_for(held: int, asked: int) -> None:
+    """However many lines are asked for, they are the last ones held, at most all of
+    them (asking for one more than was held once gave one line)."""
+    terminal = HeadlessTerminal(20, 4, scrollback=1000)
+    terminal.feed(b"".join(b"line %d\r\n" % n for n in range(held + 3)))
+    history, rows = terminal.text(scrollback=asked)
+    expected = [f"line {n}" for n in range(held)]
+    assert history == (expected if asked < 0 else expected[max(held - asked, 0) :] if asked else [])
+    assert rows[:3] == [f"line {n}" for n in range(held, held + 3)]

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from http import HTTPStatus
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from websockets.http11 import Request, Response
 
@@ -58,7 +58,8 @@ async def respond(
         return _response(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n", TEXT)
     if url.path == "/metrics":
         return _response(HTTPStatus.OK, metrics(supervisor, clients()), METRICS)
-    parts = url.path.removeprefix("/api/sessions").strip("/").split("/")
+    # Each part percent-decoded on its own: a name may hold a space (%20) or a "/" (%2F).
+    parts = [unquote(part) for part in url.path.removeprefix("/api/sessions").strip("/").split("/")]
     summaries = supervisor.summaries()
     if parts == [""]:
         listed = [summary.model_dump(mode="json") for summary in summaries]

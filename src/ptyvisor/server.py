@@ -233,6 +233,10 @@ class Connection:
             return
         req_id = _req_id_of(raw)
         kind = raw.get("type") if isinstance(raw, dict) else None
+        if not isinstance(kind, str):
+            # Not even a name (`{"type": []}` is unhashable: no set lookup for it).
+            self._error("bad_message", "a message is an object whose type is a string", req_id)
+            return
         if kind not in CLIENT_MESSAGE_TYPES:
             self._error("unknown_type", f"unknown message type: {kind!r}", req_id)
             return

@@ -225,7 +225,7 @@ class HeadlessTerminal:
         cols = self._screen.columns
         kept = list(self._screen.scrollback)
         if scrollback >= 0:
-            kept = kept[len(kept) - scrollback :] if scrollback else []
+            kept = kept[max(len(kept) - scrollback, 0) :] if scrollback else []
         history = list(map(self._screen.cells_of, kept))  # cells only for what is asked
         rows = [self._screen.buffer.get(y, EMPTY_LINE) for y in range(self.rows)]
 
