@@ -22,7 +22,15 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from ptyvisor.client import Client
-from ptyvisor.protocol import CLIENT_MESSAGE_TYPES, SERVER_MESSAGE, Error, Hello, Sessions
+from ptyvisor.keynames import MAX_KEY_CHARS, MAX_KEYS_CHARS
+from ptyvisor.protocol import (
+    CLIENT_MESSAGE_TYPES,
+    MAX_TEXT_MESSAGE,
+    SERVER_MESSAGE,
+    Error,
+    Hello,
+    Sessions,
+)
 from ptyvisor.server import Connection
 
 from .conftest import TOKEN, RunningServer, assert_echoes, poll
@@ -212,6 +220,50 @@ async def test_fuzzed_spawns_start_or_fail_cleanly(
             reply = await reply_to(ws, json.dumps(case))
             if isinstance(reply, Error):
                 assert reply.code in ("bad_message", "spawn_failed"), (case, reply)
+    await assert_echoes(server, bystander)
+
+
+async def test_send_keys_is_parsed_in_one_pass_and_bounded(
+    server: RunningServer, bystander: str
+) -> None:
+    """A thousand ``M-`` prefixes once closed the connection (RecursionError), and a
+    0.9 MB key held the event loop for a second and took a gigabyte. Now: one pass,
+    a bound per key and per message (bad_message past them), nobody else slowed."""
+    async with Client.connect(server.url, TOKEN) as client:
+        target = await client.spawn(["sh", "-c", "stty raw -echo; od -An -c"])
+        ws = await open_raw(server)
+        async with ws:
+            deep = {"type": "send_keys", "session": target.id, "keys": ["M-" * 999 + "x"]}
+            assert isinstance(await reply_to(ws, json.dumps(deep)), Sessions)
+            too_long = {
+                "type": "send_keys",
+                "session": target.id,
+                "keys": ["k" * (MAX_KEY_CHARS + 1)],
+            }
+            too_many = {
+                "type": "send_keys",
+                "session": target.id,
+                "keys": ["k" * MAX_KEY_CHARS] * (MAX_KEYS_CHARS // MAX_KEY_CHARS + 1),
+            }
+            for message in (too_long, too_many):
+                reply = await reply_to(ws, json.dumps(message))
+                assert isinstance(reply, Error) and reply.code == "bad_message", reply
+            before = _rss_kib()
+            # Twelve pipelined messages of a megabyte of "M-" each, then a probe.
+            flood = json.dumps(
+                {"type": "send_keys", "session": target.id, "keys": ["M-" * 470_000 + "x"]}
+            )
+            assert len(flood) < MAX_TEXT_MESSAGE
+            for _ in range(12):
+                await ws.send(flood)
+            errors = 0
+            while errors < 12:
+                with anyio.fail_after(30):
+                    parsed = SERVER_MESSAGE.validate_json(await ws.recv())
+                if isinstance(parsed, Error):
+                    assert parsed.code == "bad_message", parsed
+                    errors += 1
+            assert (_rss_kib() - before) / 1024 < 200
     await assert_echoes(server, bystander)
 
 

@@ -16,7 +16,6 @@ prompt box takes a multi-line text whole instead of submitting at the first line
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 PASTE_START = b"\x1b[200~"
@@ -54,26 +53,39 @@ _PLAIN = {
 _CURSOR = {"up": b"A", "down": b"B", "right": b"C", "left": b"D", "home": b"H", "end": b"F"}
 """Keys that follow application cursor mode: ``ESC [ x`` normally, ``ESC O x`` in it."""
 
-_MODIFIED = re.compile(r"^([CM])-(.+)$", re.IGNORECASE | re.DOTALL)
+MAX_KEY_CHARS = 128 * 1024
+"""Longest key (a name, or text such as a pasted prompt) a client may send."""
+MAX_KEYS_CHARS = 512 * 1024
+"""Most characters one ``send_keys`` may carry in all: each message is parsed and
+encoded on the event loop, so both bounds keep it to a few milliseconds."""
 
 
 def key_bytes(name: str, *, application_cursor: bool = False) -> bytes | None:
-    """The bytes of one key name; None when ``name`` is not one (it is text)."""
+    """The bytes of one key name; None when ``name`` is not one (it is text).
+
+    Linear in the name's length, whatever it holds: ``M-`` prefixes are counted, not
+    parsed one inside another (a name of a thousand of them once exhausted the
+    recursion, and copied the rest of the name at each level)."""
+    metas = 0
+    while len(name) > 2 * metas + 2 and name[2 * metas] in "Mm" and name[2 * metas + 1] == "-":
+        metas += 1
+    rest = name[2 * metas :] if metas else name
+    inner = _unmodified(rest, application_cursor)
+    if inner is None and metas and len(rest) == 1:
+        inner = rest.encode()
+    return None if inner is None else b"\x1b" * metas + inner
+
+
+def _unmodified(name: str, application_cursor: bool) -> bytes | None:
+    """A named key, or ``C-x``; None for anything else."""
     lower = name.lower()
     if lower in _PLAIN:
         return _PLAIN[lower]
     if lower in _CURSOR:
         return (b"\x1bO" if application_cursor else b"\x1b[") + _CURSOR[lower]
-    modified = _MODIFIED.match(name)
-    if modified is None:
-        return None
-    modifier, rest = modified.group(1).upper(), modified.group(2)
-    if modifier == "M":
-        inner = key_bytes(rest, application_cursor=application_cursor)
-        if inner is None:
-            inner = rest.encode() if len(rest) == 1 else None
-        return None if inner is None else b"\x1b" + inner
-    return _control(rest)
+    if len(name) > 2 and name[0] in "Cc" and name[1] == "-":
+        return _control(name[2:])
+    return None
 
 
 def _control(rest: str) -> bytes | None:

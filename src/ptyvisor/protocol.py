@@ -21,6 +21,7 @@ from ptyvisor.agents import AgentName
 from ptyvisor.frames import SESSION_ID_PATTERN
 from ptyvisor.interaction import Interaction
 from ptyvisor.jsontext import from_raw
+from ptyvisor.keynames import MAX_KEY_CHARS, MAX_KEYS_CHARS
 
 PROTOCOL_VERSION = 1
 MAX_TEXT_MESSAGE = 1024 * 1024
@@ -410,9 +411,17 @@ class SendKeys(_Request):
 
     type: Literal["send_keys"]
     session: SessionId
-    keys: Annotated[list[str], Field(min_length=1, max_length=1000)]
+    keys: Annotated[
+        list[Annotated[str, Field(max_length=MAX_KEY_CHARS)]], Field(min_length=1, max_length=1000)
+    ]
     literal: bool = False
     paste: bool = False
+
+    @model_validator(mode="after")
+    def _bounded(self) -> SendKeys:
+        if sum(map(len, self.keys)) > MAX_KEYS_CHARS:
+            raise ValueError(f"keys hold more than {MAX_KEYS_CHARS} characters in all")
+        return self
 
 
 class Rename(_Request):
