@@ -21,7 +21,17 @@ from websockets.asyncio.client import connect
 from ptyvisor.client import Client
 from ptyvisor.protocol import SERVER_MESSAGE, Hello
 
-from .conftest import TOKEN, RunningServer, serve_refused, start_serve, succeeds, wait_for
+from .conftest import (
+    TOKEN,
+    RunningServer,
+    output_until,
+    poll,
+    serve_refused,
+    start_serve,
+    succeeds,
+    wait_for,
+)
+from .test_keeper import _children, _cmdline
 
 
 @pytest.fixture
@@ -286,3 +296,67 @@ def test_running_out_of_descriptors_sheds_instead_of_dying(
     assert "Traceback" not in log, log[-3000:]
     episodes = log.count("out of file descriptors")
     assert 1 <= episodes <= 6, log[-3000:]
+
+
+# --------------------------------------------------------------------------- exports
+
+CONTROL_FLOOD = 2 * 1024 * 1024
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_concurrent_exports_take_bounded_memory_together(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A 2 MiB log of control bytes exports as a 12 MB cast (each byte is \\u0001):
+    24 at once once took the server from 98 MB to 1.1 GB. A few are made at a time,
+    off the event loop, so the server's peak stays bounded and others keep echoing."""
+    with serving(tmp_path, env) as (proc, url, _stderr):
+        server = wait_for(
+            lambda: next(
+                (c for c in _children(proc.pid) if b"ptyvisor.worker" in _cmdline(c)), None
+            ),
+            "the server process",
+        )
+
+        async def scenario() -> tuple[float, float]:
+            async with Client.connect(url, TOKEN) as client:
+                flood = await client.spawn(
+                    ["sh", "-c", f"head -c {CONTROL_FLOOD} /dev/zero | tr '\\0' '\\1'; sleep 600"]
+                )
+                echo = await client.spawn(["cat"])
+
+                async def written() -> bool:
+                    return (await client.stats(flood.id)).output_bytes >= CONTROL_FLOOD
+
+                await poll(written, wait=60)
+                before = _peak_rss_mib(server)
+                sizes: list[int] = []
+
+                async def export() -> None:
+                    async with Client.connect(url, TOKEN) as other:
+                        sizes.append(len(await other.export(flood.id)))
+
+                async with anyio.create_task_group() as tg:
+                    for _ in range(24):
+                        tg.start_soon(export)
+                    await assert_echoes_at(url, echo.id)  # while they are made
+                assert len(sizes) == 24 and min(sizes) > 6 * CONTROL_FLOOD
+                await assert_echoes_at(url, echo.id)
+                return before, _peak_rss_mib(server)
+
+        before, peak = anyio.run(scenario)
+    assert peak - before < 300, (before, peak)
+
+
+async def assert_echoes_at(url: str, session_id: str) -> None:
+    marker = f"echo-{time.monotonic_ns()}"
+    async with Client.connect(url, TOKEN) as client:
+        await client.attach(session_id)
+        await client.send_input(marker + "\n")
+        await output_until(client, marker.encode(), wait=60)

@@ -101,6 +101,8 @@ STARTED_AT = time.time_ns() // 1_000_000
 NOT_READING = "not reading: too many messages queued for this client"
 SLOW_REQUESTS = (Kill, Close, Answer)
 """Requests that wait (for a program to stop, a hook to take its answer)."""
+EXPORT_SEND_SECONDS = 30.0
+"""How long an export's reply may wait to be sent before its place goes to the next."""
 SLOW_REQUESTS_AT_ONCE = 256
 """Slow requests one connection may have under way; more wait (and stop reading)."""
 
@@ -374,13 +376,7 @@ class Connection:
                 markers = [
                     (t.at / 1000, marker_label(t.phase.value, t.reason)) for t in transitions
                 ]
-                self._reply(
-                    Exported(
-                        req_id=request.req_id,
-                        session=session.id,
-                        asciicast=await session.export(markers),
-                    )
-                )
+                await self._export(session, markers, request.req_id)
             case GetTimeline():
                 try:
                     transitions, ended_at = supervisor.timeline(request.session)
@@ -452,6 +448,23 @@ class Connection:
                 self._reply(Spawned(req_id=request.req_id, session=session.summary()))
             case _:
                 assert_never(request)
+
+    async def _export(
+        self, session: Session, markers: list[tuple[float, str]], req_id: str | int | None
+    ) -> None:
+        """An export is a reply of up to seven times the replay log (every control
+        byte becomes ``\\u001b``): a few at a time are made, each off the loop, and
+        each holds its place until its reply has left this connection's queue (or
+        `EXPORT_SEND_SECONDS` passed: a client that does not read is closed by its
+        outbox), so all of them together take a bounded amount of memory."""
+        async with self._supervisor.exports:
+            reply = Exported.model_construct(
+                req_id=req_id, session=session.id, asciicast=await session.export(markers)
+            )
+            self.outbox.put_text(await anyio.to_thread.run_sync(reply.model_dump_json))
+            del reply
+            with anyio.move_on_after(EXPORT_SEND_SECONDS):
+                await self.outbox.room()
 
     def _unless_viewer(self, session: Session, what: str) -> Session:
         if session.is_viewer(self):

@@ -48,7 +48,7 @@ from ptyvisor.frames import Rejected, RejectReason, decode_frame
 from ptyvisor.jsontext import display, is_text, raw_bytes
 from ptyvisor.keynames import encode_keys
 from ptyvisor.outbox import Outbox
-from ptyvisor.outputlog import OutputLog
+from ptyvisor.outputlog import OutputLog, join
 from ptyvisor.owner import Owner
 from ptyvisor.proctable import ProcessTable, in_session_tree
 from ptyvisor.protocol import (
@@ -272,7 +272,7 @@ class Session:
             if identity.recording is None
             else Recorder(
                 Path(identity.recording),
-                title=display(identity.name),
+                title=identity.name,
                 term=identity.term,
                 cols=cols,
                 rows=rows,
@@ -1083,15 +1083,17 @@ class Session:
 
     async def export(self, markers: list[tuple[float, str]]) -> str:
         """What the replay log holds, as an asciicast (``ptyvisor export``), with
-        ``markers`` (wall-clock seconds, label) among it; encoded in a worker thread."""
+        ``markers`` (wall-clock seconds, label) among it. Only references to the log's
+        chunks are taken here; copying and encoding happen in a worker thread."""
+        pieces = self.log.timed_spans()
         return await anyio.to_thread.run_sync(
             functools.partial(
                 asciicast,
-                self.log.timed(),
+                ((at, join(spans)) for at, spans in pieces),
                 markers,
                 cols=self.size.cols,
                 rows=self.size.rows,
-                title=display(self.name),
+                title=self.name,
                 term=self.identity.term,
             )
         )

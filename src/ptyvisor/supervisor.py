@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
+import anyio
 from anyio.abc import TaskGroup
 
 from ptyvisor.activity import Activity, ActivityPhase, ActivitySource
@@ -47,6 +48,8 @@ class NoRecords(Exception):
 
 
 _PHASES = frozenset(phase.value for phase in ActivityPhase)
+EXPORTS_AT_ONCE = 2
+"""Exports made at once by the whole server; more wait their turn."""
 
 
 class Supervisor:
@@ -69,6 +72,8 @@ class Supervisor:
         self._unlisted: set[str] = set()
         self.requests = PendingRequests(on_change=self._requests_changed)
         """Hooks waiting on the control socket for a client's answer."""
+        self.exports = anyio.Semaphore(EXPORTS_AT_ONCE)
+        """Exports being made or sent, across every connection (see server.py)."""
 
     async def spawn(
         self,
