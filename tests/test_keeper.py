@@ -547,7 +547,9 @@ def test_an_adopting_server_never_follows_a_link_planted_for_the_recording(
 
         session = running.run(before)
         written = recordings / f"{session}.cast"
-        wait_for(lambda: "got:first" in written.read_text(), "the first recording")
+        wait_for(
+            lambda: written.exists() and "got:first" in written.read_text(), "the first recording"
+        )
         server = running.server_pid()
         os.kill(server, signal.SIGSTOP)  # nothing writes the file while it is swapped
         written.unlink()
@@ -567,6 +569,45 @@ def test_an_adopting_server_never_follows_a_link_planted_for_the_recording(
     assert not os.path.lexists(target)
     assert not written.is_symlink() and "got:second" in written.read_text()
     assert (recordings / f"{session}.1.cast").is_symlink()  # moved aside, untouched
+
+
+def test_a_corrupt_record_never_costs_a_live_program_after_a_crash(
+    serve: Serve, env: dict[str, str]
+) -> None:
+    """The adopting server reads each program's record for its last activity: one
+    that cannot be read once made it stop the live program. It is skipped."""
+
+    async def start(client: Client) -> tuple[str, int]:
+        session = await client.spawn(["sh", "-c", ECHO_LINES])
+        await client.list(all=True)  # its record is written
+        assert session.process.pid is not None
+        return session.id, session.process.pid
+
+    session, pid = serve.run(start)
+    with sqlite3.connect(Path(env["PTYVISOR_STATE_DIR"]) / "records.sqlite3") as db:
+        db.execute("UPDATE sessions SET identity = '{not json' WHERE id = ?", (session,))
+    os.kill(serve.server_pid(), signal.SIGKILL)
+
+    async def adopted(client: Client) -> bool:
+        listed = {s.id: s for s in await client.list(all=True)}
+        assert listed[session].process.pid == pid and listed[session].process.state == "running"
+        await client.attach(session)
+        await client.send_input(b"still here\r")
+        await output_until(client, b"got:still here")
+        return True
+
+    wait_for(lambda: _quietly(serve, adopted), "the adopting server")
+    assert alive(pid)
+    listed = subprocess.run(
+        [PTYVISOR_BIN, "ls", "--all", "--url", serve.url],
+        env=serve.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert listed.returncode == 0 and session in listed.stdout, listed.stderr
+    assert "cannot be adopted" not in serve.err.read_text()
 
 
 def _quietly(serve: Serve, call: Callable[[Client], Awaitable[T]]) -> T | None:

@@ -12,17 +12,40 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ptyvisor.client import Client, ServerError
 from ptyvisor.config import ServerConfig
+from ptyvisor.identity import Identity
 from ptyvisor.records import FILE, MIGRATIONS, Records
 from ptyvisor.server import run_server
 
-from .conftest import PTYVISOR_BIN, TOKEN, child_env, output_until, poll
+from .conftest import (
+    PTYVISOR_BIN,
+    TOKEN,
+    RunningServer,
+    assert_echoes,
+    child_env,
+    output_until,
+    poll,
+)
+from .test_httpapi import AUTH
+from .test_webpage import get
 
 pytestmark = pytest.mark.anyio
 
 SECRET_VALUE = "env-value-never-kept-0xC0FFEE"
+OLD_IDENTITY = Identity(
+    id="sold",
+    name="old",
+    argv=["sh"],
+    command=["sh"],
+    cwd="/",
+    agent=None,
+    created_at=1,
+    nonce="",
+)
 OUTPUT = "output-never-kept-0xBEEF"
 
 
@@ -82,13 +105,14 @@ async def test_records_outlive_the_server_and_keep_no_secrets(tmp_path: Path) ->
     )
     for secret in (nonce, SECRET_VALUE, OUTPUT):
         assert secret.encode() not in everything, secret
-    kept = records.get(ids["kept"])
+    kept = await records.get(ids["kept"])
     assert kept is not None
     assert (kept.name, kept.agent, kept.native_session_id) == ("kept", "tester", "native-42")
-    assert kept.identity["nonce"] == ""
-    assert [phase for _, phase, _ in records.timeline(ids["kept"])][:2] == ["working", "waiting"]
-    assert records.timeline(ids["kept"])[0][2] == "on it"
-    ended = {name: records.get(ident) for name, ident in ids.items()}
+    assert kept.identity.nonce == ""
+    timeline = await records.timeline(ids["kept"])
+    assert [phase for _, phase, _ in timeline][:2] == ["working", "waiting"]
+    assert timeline[0][2] == "on it"
+    ended = {name: await records.get(ident) for name, ident in ids.items()}
     assert ended["killed"] is not None and ended["killed"].ended == "killed"
     assert ended["exited"] is not None and (ended["exited"].ended, ended["exited"].exit_code) == (
         "exited",
@@ -191,18 +215,22 @@ async def test_timeline_is_served_for_live_and_past_sessions(tmp_path: Path) -> 
     await serving(config, second)
 
 
-def test_an_older_database_gains_the_source_and_keeps_its_sessions(tmp_path: Path) -> None:
+async def test_an_older_database_gains_the_source_and_keeps_its_sessions(
+    tmp_path: Path,
+) -> None:
     """Version 1 kept no activity source: migrated, its sessions read as `process`; new
     writes keep theirs (so a server adopting after a crash shows the right one)."""
+    identity = json.dumps(OLD_IDENTITY.to_json())
     with sqlite3.connect(tmp_path / FILE) as db:
         db.executescript(f"BEGIN; {MIGRATIONS[0]}; PRAGMA user_version = 1; COMMIT;")
         db.execute(
             "INSERT INTO sessions (id, identity, name, cols, rows, created_at, phase) "
-            "VALUES ('sold', '{}', 'old', 80, 24, 1, 'waiting')"
+            "VALUES ('sold', ?, 'old', 80, 24, 1, 'waiting')",
+            (identity,),
         )
     records = Records(tmp_path)
     assert records.schema_version == len(MIGRATIONS)
-    old = records.get("sold")
+    old = await records.get("sold")
     assert old is not None and old.phase == "waiting" and old.source is None
     records.activity(
         "sold",
@@ -213,7 +241,7 @@ def test_an_older_database_gains_the_source_and_keeps_its_sessions(tmp_path: Pat
         agent=None,
         source="terminal",
     )
-    kept = records.get("sold")
+    kept = await records.get("sold")
     assert kept is not None and (kept.phase, kept.source) == ("working", "terminal")
     records.close()
 
@@ -320,3 +348,145 @@ async def test_a_reported_id_never_becomes_an_option_of_the_resumed_agent(
         await client.close(afresh.id)
 
     await serving(config, second)
+
+
+async def test_a_record_that_cannot_be_read_costs_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A row whose identity is not JSON (or whose column holds the wrong type) once
+    made ``list {all}`` close every client asking with 1011: it is skipped, counted
+    and logged once, and everything else is listed."""
+    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+
+    async def scenario(client: Client) -> None:
+        live = await client.spawn(["sleep", "600"], name="live")
+        for name in ("broken", "wrong-type", "fine"):
+            done = await client.spawn(["true"], name=name)
+
+            async def exited(ident: str = done.id) -> bool:
+                return any(s.id == ident and s.past for s in await client.list(all=True))
+
+            await client.close(done.id)
+            await poll(exited)
+        ids = {s.name: s.id for s in await client.list(all=True)}
+        with sqlite3.connect(config.state_dir / FILE) as db:
+            for name in ("live", "broken"):
+                db.execute("UPDATE sessions SET identity = '{not json' WHERE id = ?", (ids[name],))
+            db.execute("UPDATE sessions SET cols = 'wide' WHERE id = ?", (ids["wrong-type"],))
+        for _ in range(2):
+            listed = {s.name: s for s in await client.list(all=True)}
+            assert set(listed) == {"live", "fine"}, listed
+            assert not listed["live"].past and listed["fine"].past
+        metrics = (await get(RunningServer(config), "/metrics", **AUTH)).body.decode()
+        assert "ptyvisor_records_unreadable 3" in metrics, metrics
+        with pytest.raises(ServerError) as refused:
+            await client.resume(ids["broken"])
+        assert refused.value.code == "unknown_session"
+        await client.close(live.id)
+
+    await serving(config, scenario)
+    skipped = [r for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert len(skipped) == 3, [r.getMessage() for r in skipped]  # once each
+
+
+LOCK_HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+"""
+
+
+async def test_records_locked_by_another_process_never_hold_the_loop(
+    tmp_path: Path,
+) -> None:
+    """Another process holding the database's write lock made ``list {all}``,
+    ``timeline`` and ``get`` wait out the 2 s busy timeout on the event loop: now they
+    wait in a worker thread, another session echoes meanwhile, and the writes that
+    waited land once the lock is gone."""
+    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
+
+    async def scenario(client: Client) -> None:
+        echo = await client.spawn(["cat"])
+        renamed = await client.spawn(["sleep", "600"])
+        await client.list(all=True)  # its record is written
+        holder = await anyio.open_process(
+            [sys.executable, "-c", LOCK_HOLDER, str(config.state_dir / FILE)]
+        )
+        assert holder.stdin is not None and holder.stdout is not None
+        try:
+            with anyio.fail_after(30):
+                assert (await holder.stdout.receive()).strip() == b"locked"
+            await client.request({"type": "rename", "session": renamed.id, "name": "waits"})
+            order: list[str] = []
+
+            async def list_all() -> None:
+                async with Client.connect(config.url, TOKEN) as other:
+                    await other.list(all=True)
+                    await other.timeline(renamed.id)
+                order.append("records")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(list_all)
+                await assert_echoes(RunningServer(config), echo.id)
+                order.append("echo")
+            assert order == ["echo", "records"]
+        finally:
+            await holder.stdin.send(b"\n")
+            with anyio.fail_after(30):
+                await holder.wait()
+
+        async def landed() -> bool:
+            with sqlite3.connect(config.state_dir / FILE) as db:
+                row = db.execute("SELECT name FROM sessions WHERE id = ?", (renamed.id,))
+                return bool(row.fetchone() == ("waits",))
+
+        await poll(landed, wait=30)
+        await client.close(renamed.id)
+
+    await serving(config, scenario)
+
+
+COLUMN_VALUES = st.one_of(
+    st.none(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+    st.binary(max_size=8),
+)
+IDENTITIES = st.one_of(
+    st.just(json.dumps(OLD_IDENTITY.to_json())),
+    st.text(max_size=30),
+    st.dictionaries(
+        st.sampled_from(["id", "name", "argv", "command", "cwd", "agent", "created_at", "nonce"]),
+        st.one_of(st.none(), st.integers(), st.text(max_size=8), st.lists(st.text(max_size=4))),
+    ).map(json.dumps),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(IDENTITIES, st.lists(COLUMN_VALUES, min_size=5, max_size=5))
+def test_any_row_is_read_or_skipped_never_raised(
+    tmp_path_factory: pytest.TempPathFactory, identity: str, values: list[object]
+) -> None:
+    """Whatever a row holds, reading the records gives it whole or leaves it out."""
+    state = tmp_path_factory.mktemp("rows")
+    records = Records(state)
+    records.close()
+    with sqlite3.connect(state / FILE) as db:
+        db.execute(
+            "INSERT INTO sessions (id, identity, name, cols, rows, created_at, agent, pid, "
+            "native_session_id, phase) VALUES ('sx', ?, 'x', 80, 24, 1, ?, ?, ?, ?)",
+            (identity, *values[:4]),
+        )
+        db.execute("UPDATE sessions SET exit_code = ? WHERE id = 'sx'", (values[4],))
+    records = Records(state)
+    try:
+        listed = anyio.run(records.all)
+        got = anyio.run(records.get, "sx")
+    finally:
+        records.close()
+    assert listed == ([] if got is None else [got])
+    assert (got is None) == ("sx" in records.unreadable)

@@ -59,7 +59,7 @@ async def test_bad_messages_get_typed_errors(server: RunningServer) -> None:
         cases: list[tuple[str | bytes, str]] = [
             ("{not json", "bad_json"),
             (json.dumps({"type": "launch_missiles", "req_id": 7}), "unknown_type"),
-            (json.dumps(["list"]), "unknown_type"),
+            (json.dumps(["list"]), "bad_message"),  # not an object
             (json.dumps({"type": "spawn", "argv": [], "req_id": 8}), "bad_message"),
             (json.dumps({"type": "resize", "session": "s1", "cols": 0, "rows": 5}), "bad_message"),
             (json.dumps({"type": "list", "extra": 1}), "bad_message"),

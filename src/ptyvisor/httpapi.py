@@ -142,6 +142,9 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
     )  # fmt: skip
     metric("pending_interactions", "gauge", "Sessions waiting on an approval or a question.",
            pending)  # fmt: skip
+    unreadable = len(supervisor.records.unreadable) if supervisor.records is not None else 0
+    metric("records_unreadable", "gauge", "Session records skipped: they cannot be read.",
+           unreadable)  # fmt: skip
     metric(
         "oldest_input_wait_seconds", "gauge",
         "How long the longest-waiting session has needed input (0: none does).", oldest_wait,

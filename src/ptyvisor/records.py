@@ -10,10 +10,14 @@ activity and its reason, and the activity timeline (each transition with its tim
 the last `TIMELINE_LIMIT` per session). Never output, environment values, the
 contents of interactions, queued messages or the nonce.
 
-Writes are queued and committed by a background task (`run`) a moment later, so no
-write ever happens on the PTY read path; `flush` commits at once (on the way out). A
-failing database is logged once and otherwise ignored: records are a convenience,
-the sessions are what matters.
+Nothing on the event loop waits on the database: another process may hold its write
+lock for the whole busy timeout. Writes are queued (a list append) and committed by a
+background task (`run`) a moment later in a worker thread; reads (`get`, `all`,
+`timeline`) are awaited and run in the same single worker thread, after the writes
+queued before them. A failing database is logged once and otherwise ignored: records
+are a convenience, the sessions are what matters. A row that cannot be read back (a
+corrupt identity, a wrong type) is skipped, counted (`unreadable`) and logged once,
+and never costs anything else: reads go on without it.
 
 The schema has a version (``PRAGMA user_version``) and every change to it is a
 migration in `MIGRATIONS`, applied in order at open.
@@ -25,14 +29,19 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 
 from ptyvisor.config import ensure_state_dir
+from ptyvisor.identity import BadIdentity, Identity
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +51,9 @@ TIMELINE_LIMIT = 1000
 SESSION_LIMIT = 10_000
 """Sessions kept (the oldest ended ones go first)."""
 FLUSH_SECONDS = 0.1
+MAX_QUEUED = 100_000
+"""Writes kept waiting while another process holds the database's write lock."""
+SQLITE_BUSY, SQLITE_LOCKED = 5, 6
 
 MIGRATIONS: list[str] = [
     # 1: sessions and their activity timeline.
@@ -84,8 +96,8 @@ class Record:
     """One session as the records know it."""
 
     id: str
-    identity: dict[str, Any]
-    """session.Identity as JSON, with an empty nonce."""
+    identity: Identity
+    """With an empty nonce: the records never keep it."""
     name: str
     agent: str | None
     cols: int
@@ -105,8 +117,18 @@ class Record:
     """Where the last activity came from (activity.ActivitySource); None before it was kept."""
 
 
+class RecordsUnavailable(Exception):
+    """The records cannot be read now (locked by another process past the busy timeout,
+    a broken file): what asked goes on without them."""
+
+
+class UnreadableRecord(ValueError):
+    """A row that `to_json` and these columns could not have written."""
+
+
 class Records:
     def __init__(self, state_dir: Path) -> None:
+        """Opens (and migrates) the database: blocking, so a server calls `open`."""
         path = ensure_state_dir(state_dir) / FILE
         # Made 0600 before SQLite opens it (it would use the umask).
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
@@ -119,6 +141,17 @@ class Records:
         self._queue: list[Callable[[sqlite3.Connection], object]] = []
         self._wake: anyio.Event | None = None
         self._failed = False
+        self._locked = False
+        self._lock = threading.Lock()
+        """One user of the connection at a time (the worker thread, or a flush at exit)."""
+        self._worker = anyio.CapacityLimiter(1)
+        self.unreadable: set[str] = set()
+        """Ids of rows skipped because they could not be read (each logged once)."""
+
+    @classmethod
+    async def open(cls, state_dir: Path) -> Records:
+        """`Records` opened in a worker thread: the loop never waits on the file's lock."""
+        return await anyio.to_thread.run_sync(cls, state_dir)
 
     def _migrate(self) -> None:
         version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -127,7 +160,8 @@ class Records:
 
     @property
     def schema_version(self) -> int:
-        value: int = self._db.execute("PRAGMA user_version").fetchone()[0]
+        with self._lock:
+            value: int = self._db.execute("PRAGMA user_version").fetchone()[0]
         return value
 
     # ------------------------------------------------------------------ writes (queued)
@@ -249,33 +283,55 @@ class Records:
     # ------------------------------------------------------------------ committing
 
     async def run(self) -> None:
-        """Commit queued writes a moment after they come; runs until cancelled."""
+        """Commit queued writes a moment after they come; runs until cancelled, and
+        commits what is left on the way out."""
         self._wake = anyio.Event()
         try:
             while True:
                 await self._wake.wait()
                 self._wake = anyio.Event()
                 await anyio.sleep(FLUSH_SECONDS)
-                self.flush()
+                await self.commit()
+                if self._queue:  # locked by another process: try again
+                    self._wake.set()
         finally:
-            self.flush()
+            with anyio.CancelScope(shield=True):
+                await self.commit()
+
+    async def commit(self) -> None:
+        """What is queued, committed now (in the worker thread)."""
+        await self._in_worker(self.flush)
+
+    async def _in_worker(self, call: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(call, limiter=self._worker)
 
     def flush(self) -> None:
-        queue, self._queue = self._queue, []
-        if not queue:
-            return
-        try:
-            self._db.execute("BEGIN")
-            for write in queue:
-                write(self._db)
-            self._prune()
-            self._db.execute("COMMIT")
-        except sqlite3.Error:
-            if not self._failed:
-                self._failed = True
-                log.exception("session records cannot be written; carrying on without them")
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
+        """Commit what is queued, in the calling thread: blocking (see `commit`)."""
+        with self._lock:
+            queue, self._queue = self._queue, []
+            if not queue:
+                return
+            try:
+                self._db.execute("BEGIN")
+                for write in queue:
+                    write(self._db)
+                self._prune()
+                self._db.execute("COMMIT")
+            except sqlite3.Error as error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if getattr(error, "sqlite_errorcode", None) in (SQLITE_BUSY, SQLITE_LOCKED):
+                    # Another process holds the write lock: these wait for the next try
+                    # (the oldest go past `MAX_QUEUED`).
+                    self._queue[:0] = queue[-MAX_QUEUED:]
+                    if not self._locked:
+                        self._locked = True
+                        log.warning("session records are locked by another process; writes wait")
+                elif not self._failed:
+                    self._failed = True
+                    log.exception("session records cannot be written; carrying on without them")
+            else:
+                self._locked = False
 
     def _prune(self) -> None:
         self._db.execute(
@@ -286,33 +342,72 @@ class Records:
         self._db.execute("DELETE FROM transitions WHERE session NOT IN (SELECT id FROM sessions)")
 
     def close(self) -> None:
+        """Commit what is left and close: blocking, for the way out (see `aclose`)."""
         self.flush()
-        self._db.close()
+        with self._lock:
+            self._db.close()
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self._in_worker(self.close)
 
     # ------------------------------------------------------------------ reads
 
-    def get(self, session: str) -> Record | None:
-        self.flush()
+    async def get(self, session: str) -> Record | None:
+        """The session's record; None when there is none, or it cannot be read.
+        Raises `RecordsUnavailable`."""
+        return await self._read(lambda: self._get(session))
+
+    async def all(self, *, limit: int = 1000) -> list[Record]:
+        """The most recent readable sessions, newest first. Raises `RecordsUnavailable`."""
+        return await self._read(lambda: self._all(limit))
+
+    async def timeline(self, session: str) -> list[tuple[int, str, str | None]]:
+        """(at, phase, reason), oldest first. Raises `RecordsUnavailable`."""
+        return await self._read(lambda: self._timeline(session))
+
+    async def _read(self, query: Callable[[], T]) -> T:
+        def read() -> T:
+            self.flush()  # what was queued before this read is in what it reads
+            with self._lock:
+                try:
+                    return query()
+                except sqlite3.Error as error:
+                    raise RecordsUnavailable(str(error)) from None
+
+        return await self._in_worker(read)
+
+    def _get(self, session: str) -> Record | None:
         row = self._db.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session,))
         found = row.fetchone()
-        return None if found is None else _record(found)
+        return None if found is None else self._readable(found)
 
-    def all(self, *, limit: int = 1000) -> list[Record]:
-        """The most recent sessions, newest first."""
-        self.flush()
+    def _all(self, limit: int) -> list[Record]:
         rows = self._db.execute(
             f"SELECT {_COLUMNS} FROM sessions ORDER BY created_at DESC LIMIT ?", (limit,)
         )
-        return [_record(row) for row in rows]
+        return [record for row in rows.fetchall() if (record := self._readable(row)) is not None]
 
-    def timeline(self, session: str) -> list[tuple[int, str, str | None]]:
-        """(at, phase, reason), oldest first."""
-        self.flush()
+    def _timeline(self, session: str) -> list[tuple[int, str, str | None]]:
         rows = self._db.execute(
             "SELECT at, phase, reason FROM transitions WHERE session = ? ORDER BY rowid",
             (session,),
         )
-        return [(int(at), str(phase), reason) for at, phase, reason in rows]
+        return [
+            (at, phase, reason)
+            for at, phase, reason in rows.fetchall()
+            if isinstance(at, int) and isinstance(phase, str) and isinstance(reason, str | None)
+        ]
+
+    def _readable(self, row: tuple[Any, ...]) -> Record | None:
+        try:
+            return _record(row)
+        except UnreadableRecord as why:
+            ident = str(row[0])
+            if ident not in self.unreadable:
+                self.unreadable.add(ident)
+                log.warning("session record %s cannot be read (%s); skipped", ident, why)
+            return None
 
 
 _COLUMNS = (
@@ -321,6 +416,43 @@ _COLUMNS = (
 )
 
 
+_TYPES: tuple[tuple[type | tuple[type, ...], bool], ...] = (
+    (str, False),  # id
+    (str, False),  # identity
+    (str, False),  # name
+    (str, True),  # agent
+    (int, False),  # cols
+    (int, False),  # rows
+    (int, False),  # created_at
+    (int, True),  # pid
+    (int, True),  # ended_at
+    (str, True),  # ended
+    (int, True),  # exit_code
+    (int, True),  # signal
+    (str, True),  # native_session_id
+    (str, True),  # phase
+    (int, True),  # phase_since
+    (str, True),  # reason
+    (str, True),  # resumed_from
+    (str, True),  # source
+)
+"""Each column of `_COLUMNS`: its type, and whether it may be NULL. SQLite keeps what
+it is given, so a row written by anything else is checked, not trusted."""
+
+
 def _record(row: tuple[Any, ...]) -> Record:
-    (ident, identity, *rest) = row
-    return Record(ident, json.loads(identity), *rest)
+    """The row as a `Record`; raises `UnreadableRecord`."""
+    for value, (kind, nullable) in zip(row, _TYPES, strict=True):
+        if not (isinstance(value, kind) or (nullable and value is None)):
+            raise UnreadableRecord(f"a column holds {type(value).__name__}")
+    ident, identity, *rest = row
+    try:
+        data = json.loads(identity)
+    except ValueError:
+        raise UnreadableRecord("its identity is not JSON") from None
+    if not isinstance(data, dict):
+        raise UnreadableRecord("its identity is not an object")
+    try:
+        return Record(ident, Identity.from_json(data), *rest)
+    except BadIdentity as bad:
+        raise UnreadableRecord(str(bad)) from None

@@ -275,7 +275,7 @@ class Connection:
         supervisor = self._supervisor
         match request:
             case ListSessions():
-                listed = supervisor.summaries(past=request.all)
+                listed = await supervisor.all_summaries() if request.all else supervisor.summaries()
                 self._reply(Sessions(req_id=request.req_id, sessions=listed))
             case WatchSessions():
                 supervisor.watch(self.outbox)
@@ -370,7 +370,7 @@ class Connection:
             case Export():
                 session = supervisor.get(request.session)
                 try:
-                    transitions, _ = supervisor.timeline(session.id)
+                    transitions, _ = await supervisor.timeline(session.id)
                 except NoRecords:
                     transitions = []
                 markers = [
@@ -379,7 +379,7 @@ class Connection:
                 await self._export(session, markers, request.req_id)
             case GetTimeline():
                 try:
-                    transitions, ended_at = supervisor.timeline(request.session)
+                    transitions, ended_at = await supervisor.timeline(request.session)
                 except NoRecords as error:
                     raise RequestError("no_records", str(error)) from None
                 self._reply(
@@ -561,12 +561,12 @@ async def run_server(
 async def _serve(
     config: ServerConfig, keeper: KeeperLink | None, task_status: anyio.abc.TaskStatus[Server]
 ) -> None:
-    records = _open_records(config)
+    records = await _open_records(config)
     try:
         await _serve_sessions(config, keeper, records, task_status)
     finally:
         if records is not None:
-            records.close()
+            await records.aclose()
 
 
 async def _serve_sessions(
@@ -591,7 +591,7 @@ async def _serve_sessions(
             control_listener = keeper.control
             for adopted in keeper.adopted:
                 try:
-                    supervisor.adopt(adopted, keeper.handed_over.get(adopted.session))
+                    await supervisor.adopt(adopted, keeper.handed_over.get(adopted.session))
                 except Exception:
                     # One program this server cannot take over (a bug, bad state from
                     # the keeper) must not crash every server started after it.
@@ -686,8 +686,11 @@ async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) ->
         await keeper.send({"op": "handover", "sessions": sessions})
         done.set()
 
+    stopping = False
+
     def stop() -> None:
-        supervisor.stopping_for_good()
+        nonlocal stopping
+        stopping = True
         done.set()
 
     async with anyio.create_task_group() as tg:
@@ -695,11 +698,13 @@ async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) ->
         await keeper.send({"op": "ready"})
         await done.wait()
         tg.cancel_scope.cancel()
+    if stopping:
+        await supervisor.stopping_for_good()
 
 
-def _open_records(config: ServerConfig) -> Records | None:
+async def _open_records(config: ServerConfig) -> Records | None:
     try:
-        return Records(config.state_dir)
+        return await Records.open(config.state_dir)
     except (OSError, sqlite3.Error) as error:
         log.warning("no session records (%s): past sessions cannot be listed or resumed", error)
         return None

@@ -14,7 +14,6 @@ beside it, and each client's sender drains its own outbox.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import logging
 import os
@@ -24,7 +23,7 @@ import select
 import signal as signals
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,6 +44,7 @@ from ptyvisor.child import Child
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
 from ptyvisor.frames import Rejected, RejectReason, decode_frame
+from ptyvisor.identity import Identity
 from ptyvisor.jsontext import display, is_text, raw_bytes
 from ptyvisor.keynames import encode_keys
 from ptyvisor.outbox import Outbox
@@ -76,7 +76,6 @@ from ptyvisor.renderer import QUIET_SECONDS, Renderer
 from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 from ptyvisor.sizing import SizePolicy
-from ptyvisor.spawn import DEFAULT_TERM
 from ptyvisor.terminal import HeadlessTerminal, TerminalSignal, TerminalSnapshot
 from ptyvisor.untrusted import native_id_problem
 
@@ -155,65 +154,6 @@ class SessionConfig(Protocol):
     record_limit: int
     url: str
     control_path: str
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What a session is, from its spawn on. The owner keeps it (as JSON) so that a
-    server started after a restart can adopt the running program; the records keep
-    it, *without the nonce*, after the session is gone."""
-
-    id: str
-    name: str
-    argv: list[str]
-    command: list[str]
-    """What was asked for, for display: an agent without its extension flags."""
-    cwd: str
-    agent: str | None
-    created_at: int
-    nonce: str
-    recording: str | None = None
-    """The asciicast file it is recorded to (see recording.py), if it is."""
-    term: str = DEFAULT_TERM
-    """The program's ``TERM``."""
-
-    def to_json(self) -> dict[str, object]:
-        # Names may hold undecodable bytes (surrogateescape): kept as their bytes.
-        return {
-            "id": self.id,
-            "name": _b64(self.name),
-            "argv": [_b64(arg) for arg in self.argv],
-            "command": [_b64(arg) for arg in self.command],
-            "cwd": _b64(self.cwd),
-            "agent": self.agent,
-            "created_at": self.created_at,
-            "nonce": self.nonce,
-            "recording": self.recording,
-            "term": self.term,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Identity:
-        return cls(
-            id=str(data["id"]),
-            name=_unb64(data["name"]),
-            argv=[_unb64(arg) for arg in data["argv"]],
-            command=[_unb64(arg) for arg in data["command"]],
-            cwd=_unb64(data["cwd"]),
-            agent=data.get("agent"),
-            created_at=int(data["created_at"]),
-            nonce=str(data["nonce"]),
-            recording=data.get("recording"),
-            term=str(data.get("term", DEFAULT_TERM)),
-        )
-
-
-def _b64(name: str) -> str:
-    return base64.b64encode(os.fsencode(name)).decode("ascii")
-
-
-def _unb64(data: str) -> str:
-    return os.fsdecode(base64.b64decode(data))
 
 
 class Session:

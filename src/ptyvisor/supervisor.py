@@ -20,15 +20,16 @@ from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import PendingRequests
 from ptyvisor.frames import new_nonce
+from ptyvisor.identity import Identity
 from ptyvisor.jsontext import display
 from ptyvisor.keeperlink import Adopted
 from ptyvisor.outbox import Outbox
 from ptyvisor.owner import Owner, ProgramSpec
 from ptyvisor.proctable import ProcessTable
 from ptyvisor.protocol import ProcessState, SessionClosed, SessionSummary, TermSize, Transition
-from ptyvisor.records import Record, Records
+from ptyvisor.records import Record, Records, RecordsUnavailable
 from ptyvisor.ring import Ring
-from ptyvisor.session import Identity, Session, new_session_id, now_ms, raw_names
+from ptyvisor.session import Session, new_session_id, now_ms, raw_names
 from ptyvisor.spawn import SpawnError, program_environment
 from ptyvisor.untrusted import native_id_problem
 
@@ -154,12 +155,11 @@ class Supervisor:
         live = self._sessions.get(session_id)
         if live is not None and not live.exited.is_set():
             raise NotResumable(f"session {session_id} is still running")
-        record = self.records.get(session_id) if self.records is not None else None
         if live is not None:
             identity, native = live.identity, live.tracker.activity.native_session_id
             cols, rows = live.size.cols, live.size.rows
-        elif record is not None:
-            identity, native = Identity.from_json(record.identity), record.native_session_id
+        elif (record := await self._record(session_id, "resume")) is not None:
+            identity, native = record.identity, record.native_session_id
             cols, rows = record.cols, record.rows
         else:
             raise UnknownSession(session_id)
@@ -251,7 +251,18 @@ class Supervisor:
         self.changed()
         return session
 
-    def adopt(self, adopted: Adopted, handed_over: Mapping[str, Any] | None) -> Session:
+    async def _record(self, session_id: str, why: str) -> Record | None:
+        """The session's record, or None: no records, none for it, or unreadable (a
+        past session's record is a convenience, and a broken one costs nothing)."""
+        if self.records is None:
+            return None
+        try:
+            return await self.records.get(session_id)
+        except RecordsUnavailable as error:
+            log.warning("no record of session %s for %s: %s", session_id, why, error)
+            return None
+
+    async def adopt(self, adopted: Adopted, handed_over: Mapping[str, Any] | None) -> Session:
         """A program the keeper already ran when this server started; ``handed_over``
         is what the previous server knew of it, at a planned restart."""
         identity = Identity.from_json(adopted.identity)
@@ -262,7 +273,7 @@ class Supervisor:
             session.take_over(handed_over)
         else:
             # After a crash: the last activity the records know, until the next frame.
-            record = self.records.get(identity.id) if self.records is not None else None
+            record = await self._record(identity.id, "its last activity")
             if record is not None and record.phase is not None:
                 session.tracker.resume(
                     Activity(
@@ -277,7 +288,7 @@ class Supervisor:
         log.info("session %s adopted: %s (pid %d)", identity.id, identity.name, adopted.child.pid)
         return session
 
-    def stopping_for_good(self) -> None:
+    async def stopping_for_good(self) -> None:
         """The keeper stops every program once this server is gone: record that."""
         if self.records is None:
             return
@@ -286,7 +297,7 @@ class Supervisor:
                 self.records.ended(
                     session.id, at=now_ms(), how="server", exit_code=None, signal=None
                 )
-        self.records.flush()
+        await self.records.commit()
 
     def sessions(self) -> list[Session]:
         return list(self._sessions.values())
@@ -335,18 +346,22 @@ class Supervisor:
         session.close()
         await session.finished.wait()
 
-    def timeline(self, session_id: str) -> tuple[list[Transition], int | None]:
+    async def timeline(self, session_id: str) -> tuple[list[Transition], int | None]:
         """The recorded activity transitions of a live or past session, oldest first,
         and when its program exited; raises UnknownSession, NoRecords."""
         if self.records is None:
             raise NoRecords("this server could not open its session records")
         live = self._sessions.get(session_id)
-        record = None if live is not None else self.records.get(session_id)
-        if live is None and record is None:
-            raise UnknownSession(session_id)
+        try:
+            record = None if live is not None else await self.records.get(session_id)
+            if live is None and record is None:
+                raise UnknownSession(session_id)
+            kept = await self.records.timeline(session_id)
+        except RecordsUnavailable as error:
+            raise NoRecords(f"the session records cannot be read now: {error}") from None
         transitions = [
             Transition(at=at, phase=ActivityPhase(phase), reason=reason)
-            for at, phase, reason in self.records.timeline(session_id)
+            for at, phase, reason in kept
             if phase in _PHASES
         ]
         if live is not None:
@@ -356,20 +371,27 @@ class Supervisor:
             ended_at = record.ended_at
         return transitions, ended_at
 
-    def summaries(self, *, past: bool = False) -> list[SessionSummary]:
-        """Every session's summary; with ``past``, then the records' past sessions,
-        newest first. One that cannot be made (a bug) is left out and logged once, so
-        that it never takes the whole list down with it."""
-        summaries = self._live_summaries()
-        if past and self.records is not None:
-            live = set(self._sessions)
-            for record in self.records.all():
-                if record.id not in live:
-                    with contextlib.suppress(Exception):
-                        summaries.append(past_summary(record))
+    async def all_summaries(self) -> list[SessionSummary]:
+        """Every session's summary, then the records' past sessions, newest first
+        (none when the records cannot be read now: logged, and the live ones stand)."""
+        summaries = self.summaries()
+        if self.records is None:
+            return summaries
+        try:
+            records = await self.records.all()
+        except RecordsUnavailable as error:
+            log.warning("past sessions left out: the records cannot be read now (%s)", error)
+            return summaries
+        live = {summary.id for summary in summaries}
+        for record in records:
+            if record.id not in live:
+                with contextlib.suppress(Exception):  # a bug in one: that one is left out
+                    summaries.append(past_summary(record))
         return summaries
 
-    def _live_summaries(self) -> list[SessionSummary]:
+    def summaries(self) -> list[SessionSummary]:
+        """Every live session's summary. One that cannot be made (a bug) is left out
+        and logged once, so that it never takes the whole list down with it."""
         summaries = []
         for session in list(self._sessions.values()):
             try:
@@ -400,7 +422,7 @@ class Supervisor:
 
 def past_summary(record: Record) -> SessionSummary:
     """A session the records keep, as the protocol shows it (``past``)."""
-    identity = Identity.from_json(record.identity)
+    identity = record.identity
     phase = ActivityPhase(record.phase) if record.phase else ActivityPhase.UNAVAILABLE
     return SessionSummary(
         id=record.id,
