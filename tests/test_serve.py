@@ -18,7 +18,7 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
-from ptyvisor.client import Client
+from ptyvisor.client import Client, ServerError
 from ptyvisor.protocol import SERVER_MESSAGE, Hello
 
 from .conftest import (
@@ -360,3 +360,47 @@ async def assert_echoes_at(url: str, session_id: str) -> None:
         await client.attach(session_id)
         await client.send_input(marker + "\n")
         await output_until(client, marker.encode(), wait=60)
+
+
+def test_spawning_past_the_descriptors_is_a_typed_error_and_serving_goes_on(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Under ``prlimit --nofile=128`` spawns once ran the server out of descriptors:
+    the client was closed (1001), no handshake completed again and the stop needed
+    the kill. The spawn that cannot have them fails with ``spawn_failed``; everyone
+    else is served, and spawns work again once sessions are closed."""
+    wrapper = ("prlimit", "--nofile=128:128")
+    with serving(tmp_path, env, wrapper=wrapper) as (proc, url, stderr):
+
+        async def scenario() -> None:
+            async with (
+                Client.connect(url, TOKEN) as bystander,
+                Client.connect(url, TOKEN) as client,
+            ):
+                spawned: list[str] = []
+                with anyio.fail_after(120):
+                    while True:
+                        try:
+                            spawned.append((await client.spawn(["sleep", "600"])).id)
+                        except ServerError as refused:
+                            assert refused.code == "spawn_failed", refused
+                            assert "out of file descriptors" in refused.message
+                            break
+                assert len(spawned) >= 20
+                # The other client, and a new one, are served.
+                assert len(await bystander.list()) == len(spawned)
+                async with Client.connect(url, TOKEN) as fresh:
+                    assert len(await fresh.list()) == len(spawned)
+                for session in spawned[:10]:
+                    await client.close(session)
+                again = await client.spawn(["sleep", "600"])
+                assert again.process.state == "running"
+
+        anyio.run(scenario)
+        stopping = time.monotonic()
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+        took = time.monotonic() - stopping
+        log = stderr.read_text()
+    assert "did not finish in time" not in log, (took, log[-2000:])
+    assert "Traceback" not in log, log[-3000:]

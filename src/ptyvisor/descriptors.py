@@ -12,6 +12,10 @@ descriptors, and ``accept`` fails with ``EMFILE`` once they run out. So:
   backlog), backs off, keeps accepting, and logs the condition once per episode.
   `accept_forever` is that loop for the control socket; `shed_on_exhaustion` does
   the same for the WebSocket listener, whose accepting asyncio owns.
+- A spawn takes two descriptors for good (the PTY master and the ring) and more
+  while it starts. One that would leave fewer than `SPAWN_HEADROOM` free is refused
+  with a reason (`spawn_shortage`), so sessions never take the last descriptors
+  that clients, the records and the keeper's link need.
 """
 
 from __future__ import annotations
@@ -39,6 +43,33 @@ RETRY_QUIET_SECONDS = 1.5
 """asyncio retries a failed accept after a second; quiet for longer means recovered."""
 ASYNCIO_ACCEPT_MESSAGE = "socket.accept() out of system resource"
 """What asyncio's accept loop reports before it pauses for a second (and retries)."""
+
+
+SPAWN_HEADROOM = 32
+"""Descriptors a spawn must leave free: client connections, the control socket, the
+records' database and the keeper's link keep working with them."""
+
+
+def in_use() -> int:
+    """Descriptors this process has open now."""
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1  # the listing's own
+    except OSError:
+        return 0
+
+
+def spawn_shortage() -> str | None:
+    """Why a spawn now would take descriptors this process cannot spare, or None."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    used = in_use()
+    if soft - used >= SPAWN_HEADROOM:
+        return None
+    return (
+        f"out of file descriptors: {used} of {soft} are in use, and a session takes two; "
+        "close sessions, or raise the limit (ulimit -n) and restart the server"
+    )
 
 
 def raise_nofile_limit() -> tuple[int, int]:

@@ -84,12 +84,31 @@ def send(sock: socket.socket, message: Message, fds: Sequence[int] = ()) -> None
             os.close(blob)
 
 
+class Truncated(ValueError):
+    """A message whose descriptors did not all arrive: the receiver had no room for
+    them (``MSG_CTRUNC``, out of descriptors). The ones that came are closed."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__("descriptors lost on the way: the receiver ran out of them")
+        self.message = message
+
+
 def receive(sock: socket.socket) -> tuple[Message, list[int]] | None:
     """One message (blocking, or raising BlockingIOError on a non-blocking socket);
-    None when the other side is gone."""
-    packet, fds, _flags, _address = socket.recv_fds(sock, MAX_PACKET + 1024, MAX_FDS)
+    None when the other side is gone. Raises `Truncated` (carrying the message) when
+    its descriptors could not all be received, and ValueError for a packet that is
+    not a message."""
+    packet, fds, flags, _address = socket.recv_fds(sock, MAX_PACKET + 1024, MAX_FDS)
     if not packet:
         for fd in fds:
             os.close(fd)
         return None
+    if flags & socket.MSG_CTRUNC:
+        for fd in fds:
+            os.close(fd)
+        try:
+            message = json.loads(packet)
+        except ValueError:
+            message = None
+        raise Truncated(message if isinstance(message, dict) else {})
     return decode(packet, fds)

@@ -409,8 +409,16 @@ class Keeper:
     # ------------------------------------------------------------------ programs
 
     def _spawn(self, message: dict[str, Any]) -> None:
-        spec = message["spec"]
+        """Start a program; every request gets an answer, whatever goes wrong (the
+        server waits for it)."""
         request = message["id"]
+        try:
+            self._start_program(request, message["spec"])
+        except Exception as error:
+            log.exception("cannot start a program")
+            self._send({"op": "spawn_failed", "id": request, "reason": f"keeper: {error}"})
+
+    def _start_program(self, request: int, spec: dict[str, Any]) -> None:
         try:
             started = spawn.start(
                 spec["argv"],

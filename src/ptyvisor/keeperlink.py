@@ -8,6 +8,7 @@ keeper: exits it reaped, and ``stop`` or ``restart``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -66,6 +67,8 @@ class KeeperLink:
         self._waiting: dict[int, MemoryObjectSendStream[tuple[handoff.Message, list[int]]]] = {}
         self._ids = 0
         self._send_lock: anyio.Lock | None = None
+        self._logged: set[str] = set()
+        """Kinds of dropped message logged already (once each)."""
 
     @classmethod
     def connect(cls, link_fd: int, tcp_fd: int, control_fd: int) -> KeeperLink:
@@ -165,7 +168,10 @@ class KeeperLink:
         on_stop: Callable[[], None],
         on_restart: Callable[[], Awaitable[None]],
     ) -> None:
-        """Follow the keeper until it is gone (then raise KeeperGone)."""
+        """Follow the keeper until it is gone (then raise KeeperGone). A message that
+        cannot be handled (malformed, or its descriptors lost for want of room) costs
+        that message, logged once per kind: the request waiting for it, if any, gets a
+        failure; never this loop, which every later spawn and the stop depend on."""
         while True:
             await anyio.wait_readable(self._sock)
             while True:
@@ -173,35 +179,76 @@ class KeeperLink:
                     received = handoff.receive(self._sock)
                 except BlockingIOError:
                     break
-                except (OSError, ValueError):
+                except handoff.Truncated as truncated:
+                    self._lost(truncated.message, "the server ran out of file descriptors")
+                    continue
+                except ValueError as malformed:
+                    self._unhandled("a malformed message", malformed)
+                    continue
+                except OSError:
                     received = None
                 if received is None:
                     for waiter in self._waiting.values():
                         waiter.close()
                     raise KeeperGone("the keeper closed the link")
                 message, fds = received
-                op = message.get("op")
-                if op == "exited":
-                    child = self._children.get(str(message["session"]))
-                    if child is not None:
-                        child.exit.reaped(int(message["status"]))
-                elif op in ("spawned", "spawn_failed"):
-                    if op == "spawned":
-                        # Known at once: its exit may be the very next message.
-                        self._started(message, fds)
-                        fds = []
-                    pending = self._waiting.get(int(message["id"]))
-                    if pending is not None:
-                        pending.send_nowait((message, fds))
-                        continue
-                elif op == "stop":
-                    on_stop()
-                elif op == "restart":
-                    await on_restart()
-                for fd in fds:
-                    os.close(fd)
+                try:
+                    await self._handle(message, fds, on_stop=on_stop, on_restart=on_restart)
+                except (KeyError, TypeError, ValueError) as malformed:
+                    for fd in fds:
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                    self._lost(message, f"the keeper's answer was malformed: {malformed}")
+
+    async def _handle(
+        self,
+        message: handoff.Message,
+        fds: list[int],
+        *,
+        on_stop: Callable[[], None],
+        on_restart: Callable[[], Awaitable[None]],
+    ) -> None:
+        op = message.get("op")
+        if op == "exited":
+            child = self._children.get(str(message["session"]))
+            if child is not None:
+                child.exit.reaped(int(message["status"]))
+        elif op in ("spawned", "spawn_failed"):
+            if op == "spawned":
+                # Known at once: its exit may be the very next message.
+                self._started(message, fds)
+                fds = []
+            pending = self._waiting.get(int(message["id"]))
+            if pending is not None:
+                pending.send_nowait((message, fds))
+                return
+        elif op == "stop":
+            on_stop()
+        elif op == "restart":
+            await on_restart()
+        for fd in fds:
+            os.close(fd)
+
+    def _lost(self, message: handoff.Message, why: str) -> None:
+        """``message`` could not be taken: a spawn it answered fails (its program,
+        which no server can read, is stopped by the keeper); anything else is logged."""
+        self._unhandled(f"a {message.get('op', 'malformed')!r} message", why)
+        if message.get("op") == "spawned" and isinstance(message.get("session"), str):
+            self.send_now({"op": "forget", "session": message["session"]})
+        request = message.get("id")
+        pending = self._waiting.get(request) if isinstance(request, int) else None
+        if pending is not None:
+            pending.send_nowait(({"op": "spawn_failed", "reason": why}, []))
+
+    def _unhandled(self, what: str, why: object) -> None:
+        key = what.split(" ", 2)[1] if " " in what else what
+        if key not in self._logged:
+            self._logged.add(key)
+            log.warning("the keeper's link: %s was dropped (%s)", what, why)
 
     def _started(self, message: handoff.Message, fds: Sequence[int]) -> None:
+        if len(fds) != 2:
+            raise ValueError(f"a spawned program comes with 2 descriptors, not {len(fds)}")
         master, ring_fd = fds
         os.set_blocking(master, False)
         child = Child(int(message["pid"]), master, str(message["tty"]))

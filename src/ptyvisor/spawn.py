@@ -192,6 +192,11 @@ def start(
         # tells this PTY from the next one given the same /dev/pts/N.
         prepared.env[b"PTYVISOR_TTY_ID"] = str(os.fstat(slave).st_ctime_ns).encode()
         pid = _fork_exec(prepared, slave)
+    except OSError as error:  # no descriptor for the pipe, no process left to fork
+        os.close(master)
+        raise SpawnError(
+            f"cannot start {os.fsdecode(prepared.argv[0])}: {error.strerror}"
+        ) from None
     except BaseException:
         os.close(master)
         raise

@@ -14,6 +14,7 @@ from typing import Any, get_args
 import anyio
 from anyio.abc import TaskGroup
 
+from ptyvisor import descriptors
 from ptyvisor.activity import Activity, ActivityPhase, ActivitySource
 from ptyvisor.agents import AGENTS, AgentName, BadNativeId, launch
 from ptyvisor.child import Child
@@ -93,6 +94,9 @@ class Supervisor:
         """Start a session; raises SpawnError (nothing registered) if the program cannot
         start. ``resume``: the agent's own id of a conversation to continue. ``record``:
         as asciicast (see recording.py), as every session is with ``serve --record``."""
+        shortage = descriptors.spawn_shortage()
+        if shortage is not None:
+            raise SpawnError(shortage)
         session_id = new_session_id()
         while session_id in self._sessions:
             session_id = new_session_id()
