@@ -7,10 +7,13 @@ each while the flood runs; after each, the client reconnects with ``since`` and 
 run counts lines missing or repeated (a byte lost would show as one). Reports:
 
 - time from the kill until a client gets ``hello`` again (the target is 2 s);
+- time from a ``SIGSTOP`` of the server process (a stuck server, as a deadlock would
+  leave it) until a client gets ``hello`` from its replacement: the keeper's
+  heartbeat gives it `keeper.UNANSWERED_SECONDS`, then replaces it;
 - lines missing or repeated over all crashes;
 - the keeper's RSS with no session, and with ``--sessions`` idle ones (per session).
 
-    .venv/bin/python scripts/bench_keeper.py [--crashes 10] [--sessions 50]
+    .venv/bin/python scripts/bench_keeper.py [--crashes 10] [--sessions 50] [--stops 3]
 """
 
 from __future__ import annotations
@@ -58,7 +61,37 @@ def server_pid(keeper: int) -> int | None:
     return None
 
 
-async def run(url: str, keeper: int, crashes: int, sessions: int) -> None:
+async def served_again(url: str, since: float) -> float:
+    """Seconds from ``since`` until a client gets ``hello`` (each try bounded: a
+    stopped server accepts, then never answers)."""
+    while True:
+        with anyio.move_on_after(1):
+            try:
+                async with Client.connect(url, TOKEN) as client:
+                    if client.hello is not None:
+                        return time.monotonic() - since
+            except Exception:
+                await anyio.sleep(0.005)
+
+
+async def stopped_servers(url: str, keeper: int, stops: int) -> None:
+    """SIGSTOP the server process ``stops`` times; each time, until serving again."""
+    back = []
+    for _ in range(stops):
+        pid = server_pid(keeper)
+        assert pid is not None
+        stopped = time.monotonic()
+        os.kill(pid, signal.SIGSTOP)
+        back.append(await served_again(url, stopped))
+        assert server_pid(keeper) != pid
+    print(
+        f"serving again after a SIGSTOP: median {statistics.median(back):.2f} s, "
+        f"max {max(back):.2f} s over {stops} stops",
+        flush=True,
+    )
+
+
+async def run(url: str, keeper: int, crashes: int, sessions: int, stops: int) -> None:
     idle_rss = rss_kib(keeper)
     async with Client.connect(url, TOKEN) as client:
         for _ in range(sessions):
@@ -113,15 +146,18 @@ async def run(url: str, keeper: int, crashes: int, sessions: int) -> None:
         f"{repeated} repeated",
         flush=True,
     )
+    if stops:
+        await stopped_servers(url, keeper, stops)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--crashes", type=int, default=10)
     parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--stops", type=int, default=3)
     options = parser.parse_args()
     with serving(TOKEN) as (url, pid):
-        anyio.run(run, url, pid, options.crashes, options.sessions)
+        anyio.run(run, url, pid, options.crashes, options.sessions, options.stops)
     return 0
 
 

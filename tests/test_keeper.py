@@ -159,6 +159,65 @@ def test_a_crashed_server_is_replaced_and_nothing_is_lost(serve: Serve) -> None:
     assert "the server process exited (signal 9)" in serve.err.read_text()
 
 
+def test_a_stopped_server_is_replaced_and_nothing_is_lost(serve: Serve) -> None:
+    """A server process that stops answering (SIGSTOP here; a deadlock alike) was a
+    full outage: the keeper now notices the silence on its heartbeat and replaces it
+    as it replaces a crashed one, keeping every program."""
+
+    async def before(client: Client) -> tuple[str, int, int]:
+        session = await client.spawn(["sh", "-c", COUNTER])
+        await client.attach(session.id, since=0)
+        seen = b""
+        while len(_numbers(seen)) < 20:
+            event = await client.next_event()
+            if isinstance(event, Output):
+                seen += event.data
+        assert session.process.pid is not None and client.seq is not None
+        return session.id, session.process.pid, client.seq
+
+    session, pid, position = serve.run(before)
+    stopped = serve.server_pid()
+    os.kill(stopped, signal.SIGSTOP)
+
+    async def after(client: Client) -> bool:
+        listed = {s.id: s for s in await client.list()}
+        assert listed[session].process.pid == pid and listed[session].process.state == "running"
+        attached = await client.attach(session, since=position)
+        assert attached.replay == "exact"
+        more = b""
+        while len(_numbers(more)) < 10:
+            event = await client.next_event()
+            if isinstance(event, Output):
+                more += event.data
+        numbers = _numbers(more)
+        assert numbers[0] > 20 and numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+        await client.close(session)
+        return True
+
+    wait_for(lambda: not alive(stopped), "the stopped server to be replaced", timeout=60)
+    wait_for(lambda: _quietly(serve, after), "the new server")
+    assert serve.server_pid() != stopped
+    log = serve.err.read_text()
+    assert log.count("has not answered") == 1, log[-2000:]
+
+
+def test_a_server_stopped_for_a_moment_is_kept(serve: Serve) -> None:
+    """Continued well within the heartbeat's patience, the same process goes on."""
+
+    async def lists(client: Client) -> bool:
+        await client.list()
+        return True
+
+    serve.run(lists)
+    server = serve.server_pid()
+    os.kill(server, signal.SIGSTOP)
+    time.sleep(2)  # the condition under test is a pause of this length
+    os.kill(server, signal.SIGCONT)
+    wait_for(lambda: _quietly(serve, lists), "serving again")
+    assert serve.server_pid() == server
+    assert "has not answered" not in serve.err.read_text()
+
+
 # --------------------------------------------------------------------------- restart
 
 

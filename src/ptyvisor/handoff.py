@@ -16,10 +16,13 @@ Messages (``op``), keeper → server:
 - ``spawned`` / ``spawn_failed``: the answer to a ``spawn`` (same ``id``), with the
   program's PTY master and ring.
 - ``stop``: the server is stopping for good; ``restart``: hand over, then exit.
+- ``ping``: ``n`` — every second once the server serves; it answers ``pong`` from its
+  event loop, and one silent for ten seconds is replaced.
 
 Server → keeper:
 
 - ``ready``: serving (the keeper prints the page URL once, for the first server).
+- ``pong``: ``n`` — the answer to ``ping``.
 - ``spawn``: ``id``, ``spec`` (owner.ProgramSpec as JSON).
 - ``size``: ``session``, ``cols``, ``rows`` — remembered for the next server.
 - ``forget``: ``session`` — closed and reaped: the keeper lets go of it.

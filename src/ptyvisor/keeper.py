@@ -8,7 +8,9 @@ hands back duplicates of its PTY master and of a shared-memory ring (ring.py) th
 the server copies the output into; it keeps its own copies, reaps the program when
 it exits, and tells the server.
 
-If the server dies (a crash, ``kill -9``, the OOM killer), the keeper starts a new
+If the server dies (a crash, ``kill -9``, the OOM killer), or stops answering the
+keeper's heartbeat (stopped, deadlocked: its event loop answers ``ping`` every
+second, and `UNANSWERED_SECONDS` of silence gets it killed), the keeper starts a new
 one at once and hands it every program: pids, PTY masters, rings, and the exit
 statuses reaped meanwhile. The port never closes, so clients just reconnect, and
 nothing a program wrote meanwhile is lost: it waits in its terminal. A planned
@@ -57,6 +59,13 @@ SERVER_STOP_SECONDS = 5.0
 RESTART_BACKOFF = (0.0, 0.5, 1, 2, 5, 10)
 """Delays before restarting a server that keeps dying before it serves (a broken
 upgrade, say); one that served is replaced at once."""
+HEARTBEAT_SECONDS = 1.0
+"""How often the keeper asks the server process whether its event loop still runs."""
+UNANSWERED_SECONDS = 10.0
+"""A server silent this long (stopped, deadlocked, its loop blocked) is replaced, as a
+crashed one is: no program notices."""
+START_SECONDS = 60.0
+"""How long a new server has to say it serves (it adopts every program first)."""
 PR_SET_CHILD_SUBREAPER = 36
 HANDLED_SIGNALS = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 
@@ -184,6 +193,10 @@ class Keeper:
         self._failed_starts = 0
         self._next_start = 0.0
         self._server_deadline: float | None = None
+        self._last_heard = 0.0
+        """When the server process last said anything on the link."""
+        self._last_ping = 0.0
+        self._pings = 0
         self._selector = selectors.DefaultSelector()
         self._signals: deque[int] = deque()
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -214,7 +227,7 @@ class Keeper:
             self._close()
 
     def _wait_for_events(self) -> None:
-        timeout = 1.0
+        timeout = HEARTBEAT_SECONDS
         if self.server is None and not self._stopping:
             timeout = max(0.0, self._next_start - time.monotonic())
         if self._server_deadline is not None:
@@ -233,12 +246,37 @@ class Keeper:
                     self._read_link()
         while self._signals:
             self._handle_signal(self._signals.popleft())
+        self._heartbeat()
         if self._server_deadline is not None and time.monotonic() >= self._server_deadline:
             self._server_deadline = None
             if self.server is not None:
                 log.warning("the server did not finish in time; killing it")
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.server.pid, signal.SIGKILL)
+
+    def _heartbeat(self) -> None:
+        """Ask the server process whether it still runs; replace one that has been
+        silent too long. Not while it is told to stop or restart: those have their
+        own deadline."""
+        if self.server is None or self.link is None or self._server_deadline is not None:
+            return
+        now = time.monotonic()
+        silent = now - self._last_heard
+        if silent > (UNANSWERED_SECONDS if self._served else START_SECONDS):
+            log.warning(
+                "the server process %d has not answered for %.0f s (stopped or stuck); "
+                "replacing it, programs keep running",
+                self.server.pid,
+                silent,
+            )
+            self._drop_link()  # what it would say now is not to be trusted
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.server.pid, signal.SIGKILL)
+            return
+        if self._served and now - self._last_ping >= HEARTBEAT_SECONDS:
+            self._last_ping = now
+            self._pings += 1
+            self._send({"op": "ping", "n": self._pings})
 
     def _on_signal(self, signum: int, frame: object) -> None:
         del frame
@@ -269,7 +307,7 @@ class Keeper:
         keeper_end.setblocking(False)
         self.link = keeper_end
         self._selector.register(keeper_end, selectors.EVENT_READ)
-        self._server_started = time.monotonic()
+        self._server_started = self._last_heard = time.monotonic()
         self._served = False
         config = {**self.config.to_json(), "url": self.config.url}
         config["control_path"] = self.config.control_path
@@ -363,6 +401,7 @@ class Keeper:
                 self._drop_link()  # the server is going; SIGCHLD tells when it is gone
                 return
             message, fds = received
+            self._last_heard = time.monotonic()
             try:
                 self._handle(message, fds)
             except Exception:
@@ -397,6 +436,8 @@ class Keeper:
             self._forget(message["session"])
         elif op == "handover":
             self._handover = message["sessions"]
+        elif op == "pong":
+            pass  # heard: that is all a pong is for
         elif op == "ready":
             self._served = True
             if not self._announced:

@@ -222,6 +222,10 @@ class KeeperLink:
             if pending is not None:
                 pending.send_nowait((message, fds))
                 return
+        elif op == "ping":
+            # Answered from the event loop: a stopped or stuck loop does not answer,
+            # and the keeper replaces this process (keeper.UNANSWERED_SECONDS).
+            self.send_now({"op": "pong", "n": message.get("n")})
         elif op == "stop":
             on_stop()
         elif op == "restart":
