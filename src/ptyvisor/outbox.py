@@ -27,6 +27,8 @@ snapshot already covers: the client sees the screen, then exactly what followed 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -39,7 +41,27 @@ MIN_OVERFLOW = 16 * 1024 * 1024
 """...and never below this: a client that does read must survive a burst of events
 (a program may write many large interactions in a moment)."""
 
-Item = str | list[bytes]
+
+@dataclass(eq=False)
+class Tracked:
+    """A text message, already encoded as UTF-8 (by a worker thread: a big reply's
+    encoding stays off the event loop), whose sender wants to know when it has been
+    handed to the connection (`Outbox.put_tracked`): a big reply keeps its place in a
+    bounded budget until then."""
+
+    text: bytes
+    sent: anyio.Event = field(default_factory=anyio.Event)
+
+    def fragments(self) -> Iterator[bytes]:
+        """The message in WebSocket fragments of `FRAGMENT` bytes (a fragment may end
+        inside a UTF-8 character: only the whole message must be valid)."""
+        view = memoryview(self.text)
+        for start in range(0, len(view), FRAGMENT):
+            yield bytes(view[start : start + FRAGMENT])
+
+
+FRAGMENT = 256 * 1024
+Item = str | Tracked | list[bytes]
 
 
 class Outbox:
@@ -104,16 +126,26 @@ class Outbox:
         return self._held if self._held is not None else self._items
 
     def put_text(self, text: str) -> None:
+        self._put(text, len(text))
+
+    def put_tracked(self, text: bytes) -> Tracked:
+        """`put_text`, and an event set once the sender has sent it (never, if the
+        connection ends first)."""
+        tracked = Tracked(text)
+        self._put(tracked, len(text))
+        return tracked
+
+    def _put(self, item: str | Tracked, size: int) -> None:
         if self.closed or self.overflowed:
             return
-        if self._text_size + len(text) > self._overflow_limit:
+        if self._text_size + size > self._overflow_limit:
             self.overflow.set()
             self._room.set()
             return
-        self._size += len(text)
-        self._text_size += len(text)
+        self._size += size
+        self._text_size += size
         queue = self._queue()
-        queue.append(text)
+        queue.append(item)
         if queue is self._items:
             self._wake.set()
 
@@ -142,7 +174,7 @@ class Outbox:
             self._items.append([replay])
             self._size += len(replay)
         for item in held:
-            if isinstance(item, str) or not covered:
+            if not isinstance(item, list) or not covered:
                 self._items.append(item)
                 continue
             data = b"".join(item)
@@ -185,20 +217,24 @@ class Outbox:
 
     def discard_output(self) -> None:
         """Forget queued output (the client fell behind, detached or switched sessions)."""
-        self._items = deque(item for item in self._items if isinstance(item, str))
+        self._items = deque(item for item in self._items if not isinstance(item, list))
         if self._held is not None:
-            self._held = deque(item for item in self._held if isinstance(item, str))
+            self._held = deque(item for item in self._held if not isinstance(item, list))
         if self._behind_next is not None:
-            self._behind_next = deque(item for item in self._behind_next if isinstance(item, str))
+            self._behind_next = deque(
+                item for item in self._behind_next if not isinstance(item, list)
+            )
         self._size = self._text_size
 
-    def pop(self) -> str | bytes | None:
+    def pop(self) -> str | Tracked | bytes | None:
+        """The next message to send; a `Tracked` one's ``sent`` is the sender's to set."""
         if not self._items:
             return None
         item = self._items.popleft()
-        if isinstance(item, str):
-            self._size -= len(item)
-            self._text_size -= len(item)
+        if not isinstance(item, list):
+            size = len(item if isinstance(item, str) else item.text)
+            self._size -= size
+            self._text_size -= size
             if self._text_size < self._text_limit:
                 self._room.set()
             return item

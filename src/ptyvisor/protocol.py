@@ -12,6 +12,7 @@ the bytes received since, which is what it passes as ``since`` when it reconnect
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Base64Bytes, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -634,6 +635,24 @@ class Exported(_Model):
     req_id: RequestId = None
     session: SessionId
     asciicast: str = Field(description="The asciicast v2 file's text (NDJSON)")
+
+
+EXPORT_SLICE = 64 * 1024
+"""Characters of a cast encoded per call (see `exported_json`)."""
+
+
+def exported_json(req_id: str | int | None, session: str, asciicast: str) -> str:
+    """The `Exported` message's JSON, the cast escaped a slice at a time: pydantic (or
+    ``json.dumps``) encodes a 12 MB text in one call of some 45 ms that holds the
+    interpreter, so a worker thread doing it would stall the event loop that long.
+    Escaping is per character, so the slices' escapes joined are the whole's."""
+    head = Exported(req_id=req_id, session=session, asciicast="").model_dump_json()
+    assert head.endswith('"asciicast":""}')
+    body = "".join(
+        json.dumps(asciicast[start : start + EXPORT_SLICE], ensure_ascii=False)[1:-1]
+        for start in range(0, len(asciicast), EXPORT_SLICE)
+    )
+    return f'{head[:-3]}"{body}"}}'
 
 
 class Captured(_Model):

@@ -37,7 +37,7 @@ from ptyvisor.child import SIGNALS
 from ptyvisor.config import ServerConfig, control_path
 from ptyvisor.control import BadAnswer, ControlServer, Gone
 from ptyvisor.keeperlink import KeeperLink
-from ptyvisor.outbox import Outbox
+from ptyvisor.outbox import Outbox, Tracked
 from ptyvisor.owner import LocalOwner
 from ptyvisor.protocol import (
     CLIENT_MESSAGE,
@@ -79,6 +79,7 @@ from ptyvisor.protocol import (
     Unsend,
     UnwatchSessions,
     WatchSessions,
+    exported_json,
 )
 from ptyvisor.recording import marker_label
 from ptyvisor.records import Records
@@ -190,7 +191,13 @@ class Connection:
                     sessions = Sessions(sessions=self._supervisor.summaries())
                     await self._ws.send(sessions.model_dump_json())
                 while (item := outbox.pop()) is not None:
-                    await self._ws.send(item)
+                    if isinstance(item, Tracked):
+                        # In fragments: one frame of megabytes would be built and
+                        # copied in one step of the event loop.
+                        await self._ws.send(item.fragments(), text=True)
+                        item.sent.set()
+                    else:
+                        await self._ws.send(item)
         except ConnectionClosed:
             return
 
@@ -453,18 +460,19 @@ class Connection:
         self, session: Session, markers: list[tuple[float, str]], req_id: str | int | None
     ) -> None:
         """An export is a reply of up to seven times the replay log (every control
-        byte becomes ``\\u001b``): a few at a time are made, each off the loop, and
-        each holds its place until its reply has left this connection's queue (or
-        `EXPORT_SEND_SECONDS` passed: a client that does not read is closed by its
-        outbox), so all of them together take a bounded amount of memory."""
+        byte becomes ``\\u001b``): a few at a time are made, each off the loop (its
+        JSON in slices, see `protocol.exported_json`), and each holds its place until
+        its reply has been sent (or `EXPORT_SEND_SECONDS` passed: a client that does
+        not read is closed by its outbox), so all of them together take a bounded
+        amount of memory."""
         async with self._supervisor.exports:
-            reply = Exported.model_construct(
-                req_id=req_id, session=session.id, asciicast=await session.export(markers)
-            )
-            self.outbox.put_text(await anyio.to_thread.run_sync(reply.model_dump_json))
-            del reply
+            cast = await session.export(markers)
+            data = await anyio.to_thread.run_sync(encoded_export, req_id, session.id, cast)
+            del cast
+            tracked = self.outbox.put_tracked(data)
+            del data
             with anyio.move_on_after(EXPORT_SEND_SECONDS):
-                await self.outbox.room()
+                await tracked.sent.wait()
 
     def _unless_viewer(self, session: Session, what: str) -> Session:
         if session.is_viewer(self):
@@ -488,6 +496,11 @@ class Connection:
     def _ok_if_asked(self, req_id: str | int | None) -> None:
         if req_id is not None:
             self._ok(req_id)
+
+
+def encoded_export(req_id: str | int | None, session: str, cast: str) -> bytes:
+    """The `Exported` reply as UTF-8, for a worker thread (see `Connection._export`)."""
+    return exported_json(req_id, session, cast).encode()
 
 
 def _local_address(connection: ServerConnection) -> str | None:
