@@ -46,8 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ptyvisor import descriptors, handoff, logs, proctable, ring, serve_options, spawn
+from ptyvisor import descriptors, logs, proctable, ring, serve_options, spawn
 from ptyvisor.config import ServerConfig, control_path
+from ptyvisor.wire import link as wire
 
 log = logging.getLogger("ptyvisor.keeper")
 
@@ -276,7 +277,7 @@ class Keeper:
         if self._served and now - self._last_ping >= HEARTBEAT_SECONDS:
             self._last_ping = now
             self._pings += 1
-            self._send({"op": "ping", "n": self._pings})
+            self._send(wire.Ping(self._pings))
 
     def _on_signal(self, signum: int, frame: object) -> None:
         del frame
@@ -290,12 +291,12 @@ class Keeper:
         elif not self._stopping:
             log.info("stopping: every program is stopped first")
             self._stopping = True
-            self._tell_server({"op": "stop"}, deadline=SERVER_STOP_SECONDS)
+            self._tell_server(wire.Stop(), deadline=SERVER_STOP_SECONDS)
 
     # ------------------------------------------------------------------ the server
 
     def _start_server(self) -> None:
-        keeper_end, server_end = handoff.pair()
+        keeper_end, server_end = wire.pair()
         fds = [server_end.fileno(), self.tcp.fileno()]
         if self.control is not None:
             fds.append(self.control.fileno())
@@ -312,22 +313,19 @@ class Keeper:
         config = {**self.config.to_json(), "url": self.config.url}
         config["control_path"] = self.config.control_path
         config["verbose"] = self._verbose
-        self._send({"op": "config", "version": handoff.VERSION, "config": config})
+        self._send(wire.Config(version=wire.VERSION, config=config))
         for program in self.programs.values():
-            self._send(
-                {
-                    "op": "adopt",
-                    "session": program.session,
-                    "pid": program.pid,
-                    "tty": program.tty,
-                    "identity": program.identity,
-                    "cols": program.cols,
-                    "rows": program.rows,
-                    "status": program.status,
-                },
-                [program.master, program.ring],
+            adopt = wire.Adopt(
+                session=program.session,
+                pid=program.pid,
+                tty=program.tty,
+                identity=program.identity,
+                cols=program.cols,
+                rows=program.rows,
+                status=program.status,
             )
-        self._send({"op": "adopted", "state": self._handover})
+            self._send(adopt, [program.master, program.ring])
+        self._send(wire.Adopted(state=self._handover))
         self._handover = None
         log.info("server process %d started with %d programs", self.server.pid, len(self.programs))
 
@@ -357,9 +355,9 @@ class Keeper:
             return
         log.info("restarting the server process (programs keep running)")
         self._restarting = True
-        self._tell_server({"op": "restart"}, deadline=SERVER_STOP_SECONDS * 2)
+        self._tell_server(wire.Restart(), deadline=SERVER_STOP_SECONDS * 2)
 
-    def _tell_server(self, message: dict[str, Any], *, deadline: float) -> None:
+    def _tell_server(self, message: wire.ToServer, *, deadline: float) -> None:
         if self.server is None:
             return
         if self.link is not None:
@@ -368,10 +366,10 @@ class Keeper:
 
     # ------------------------------------------------------------------ the link
 
-    def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    def _send(self, message: wire.ToServer, fds: list[int] | None = None) -> None:
         if self.link is None:
             return
-        self._outgoing.append(handoff.encode(message, fds or ()))
+        self._outgoing.append(wire.encode(message, fds or ()))
         self._flush()
 
     def _flush(self) -> None:
@@ -389,13 +387,19 @@ class Keeper:
                 os.close(blob)
 
     def _read_link(self) -> None:
+        """Handle what the server sent. A message that is not one of the link's, or
+        whose handling fails, costs that message (logged), never the keeper."""
         assert self.link is not None
         while self.link is not None:
             try:
-                received = handoff.receive(self.link)
+                received = wire.receive(self.link)
             except BlockingIOError:
                 return
-            except (OSError, ValueError):
+            except (wire.Truncated, wire.BadLinkMessage) as bad:
+                self._last_heard = time.monotonic()
+                log.warning("a message from the server process was dropped: %s", bad)
+                continue
+            except OSError:
                 received = None
             if received is None:
                 self._drop_link()  # the server is going; SIGCHLD tells when it is gone
@@ -403,10 +407,11 @@ class Keeper:
             message, fds = received
             self._last_heard = time.monotonic()
             try:
-                self._handle(message, fds)
+                self._handle(message)
             except Exception:
-                log.exception("bad message from the server process: %.80s", message)
-                for fd in fds:
+                log.exception("handling %s from the server process failed", message.op)
+            finally:
+                for fd in fds:  # nothing the server sends carries descriptors we keep
                     os.close(fd)
 
     def _drop_link(self) -> None:
@@ -420,86 +425,75 @@ class Keeper:
                 os.close(blob)
         self._outgoing.clear()
 
-    def _handle(self, message: dict[str, Any], fds: list[int]) -> None:
-        op = message.get("op")
-        if op == "spawn":
-            self._spawn(message)
-        elif op == "size":
-            program = self.programs.get(message["session"])
-            if program is not None:
-                program.cols, program.rows = int(message["cols"]), int(message["rows"])
-        elif op == "identity":  # renamed: what the next server adopts it as
-            program = self.programs.get(message["session"])
-            if program is not None and isinstance(message.get("identity"), dict):
-                program.identity = message["identity"]
-        elif op == "forget":
-            self._forget(message["session"])
-        elif op == "handover":
-            self._handover = message["sessions"]
-        elif op == "pong":
-            pass  # heard: that is all a pong is for
-        elif op == "ready":
-            self._served = True
-            if not self._announced:
-                self._announced = True
-                lines = serve_options.announce(self.config, explicit_token=self._explicit_token)
-                print("\n".join(lines), flush=True)
-        for fd in fds:  # nothing the server sends carries descriptors we keep
-            os.close(fd)
+    def _handle(self, message: wire.Message) -> None:
+        match message:
+            case wire.Spawn():
+                self._spawn(message)
+            case wire.Size(session=session, cols=cols, rows=rows):
+                program = self.programs.get(session)
+                if program is not None:
+                    program.cols, program.rows = cols, rows
+            case wire.IdentityChanged(session=session, identity=identity):
+                program = self.programs.get(session)  # renamed: what the next server
+                if program is not None:  # adopts it as
+                    program.identity = identity
+            case wire.Forget(session=session):
+                self._forget(session)
+            case wire.Handover(sessions=sessions):
+                self._handover = sessions
+            case wire.Ready():
+                self._served = True
+                if not self._announced:
+                    self._announced = True
+                    lines = serve_options.announce(self.config, explicit_token=self._explicit_token)
+                    print("\n".join(lines), flush=True)
+            case wire.Pong():
+                pass  # heard: that is all a pong is for
+            case _:
+                log.warning("the server process sent %s, which only the keeper sends", message.op)
 
     # ------------------------------------------------------------------ programs
 
-    def _spawn(self, message: dict[str, Any]) -> None:
+    def _spawn(self, message: wire.Spawn) -> None:
         """Start a program; every request gets an answer, whatever goes wrong (the
         server waits for it)."""
-        request = message["id"]
         try:
-            self._start_program(request, message["spec"])
+            self._start_program(message.id, message.spec)
         except Exception as error:
             log.exception("cannot start a program")
-            self._send({"op": "spawn_failed", "id": request, "reason": f"keeper: {error}"})
+            self._send(wire.SpawnFailed(id=message.id, reason=f"keeper: {error}"))
 
-    def _start_program(self, request: int, spec: dict[str, Any]) -> None:
+    def _start_program(self, request: int, spec: wire.ProgramSpec) -> None:
         try:
             started = spawn.start(
-                spec["argv"],
-                cwd=spec["cwd"],
-                env=spec["env"],
-                cols=int(spec["cols"]),
-                rows=int(spec["rows"]),
+                spec.argv, cwd=spec.cwd, env=spec.env, cols=spec.cols, rows=spec.rows
             )
         except spawn.SpawnError as error:
-            self._send({"op": "spawn_failed", "id": request, "reason": str(error)})
+            self._send(wire.SpawnFailed(id=request, reason=str(error)))
             return
         try:
-            ring_fd = ring.create(int(spec["ring_capacity"]))
+            ring_fd = ring.create(spec.ring_capacity)
         except OSError as error:
             _kill_and_reap(started.pid)
             os.close(started.fd)
-            self._send({"op": "spawn_failed", "id": request, "reason": f"no memory: {error}"})
+            self._send(wire.SpawnFailed(id=request, reason=f"no memory: {error}"))
             return
         program = Program(
-            session=spec["session_id"],
+            session=spec.session_id,
             pid=started.pid,
             master=started.fd,
             ring=ring_fd,
             tty=started.tty,
-            identity=spec["identity"],
-            cols=int(spec["cols"]),
-            rows=int(spec["rows"]),
+            identity=spec.identity,
+            cols=spec.cols,
+            rows=spec.rows,
         )
         self.programs[program.session] = program
         self._by_pid[program.pid] = program
-        self._send(
-            {
-                "op": "spawned",
-                "id": request,
-                "session": program.session,
-                "pid": program.pid,
-                "tty": program.tty,
-            },
-            [program.master, program.ring],
+        spawned = wire.Spawned(
+            id=request, session=program.session, pid=program.pid, tty=program.tty
         )
+        self._send(spawned, [program.master, program.ring])
         self._reap()  # it may be gone already (SIGCHLD came before it was known)
 
     def _forget(self, session: str) -> None:
@@ -529,7 +523,7 @@ class Keeper:
             if program is None:
                 continue  # an orphan a program left behind (we are its subreaper)
             program.status = status
-            self._send({"op": "exited", "session": program.session, "status": status})
+            self._send(wire.Exited(session=program.session, status=status))
 
     def _stop_programs(self) -> None:
         """HUP every process we own (and CONT, so stopped jobs see it), KILL what is

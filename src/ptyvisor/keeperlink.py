@@ -8,7 +8,6 @@ keeper: exits it reaped, and ``stop`` or ``restart``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -19,12 +18,12 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ptyvisor import handoff
 from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
-from ptyvisor.owner import ProgramSpec
 from ptyvisor.ring import Ring, RingError
 from ptyvisor.spawn import SpawnError
+from ptyvisor.wire import link as wire
+from ptyvisor.wire.link import ProgramSpec
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class KeeperLink:
         """Per session: what the previous server handed over at a planned restart."""
         self._children: dict[str, Child] = {}
         self._started_rings: dict[str, Ring | None] = {}
-        self._waiting: dict[int, MemoryObjectSendStream[tuple[handoff.Message, list[int]]]] = {}
+        self._waiting: dict[int, MemoryObjectSendStream[wire.Spawned | wire.SpawnFailed]] = {}
         self._ids = 0
         self._send_lock: anyio.Lock | None = None
         self._logged: set[str] = set()
@@ -76,47 +75,49 @@ class KeeperLink:
         sock = socket.socket(fileno=link_fd)
         tcp = socket.socket(fileno=tcp_fd)
         control = socket.socket(fileno=control_fd) if control_fd >= 0 else None
-        message, _ = _expect(sock, "config")
-        if message.get("version") != handoff.VERSION:
-            raise KeeperGone(f"the keeper speaks link version {message.get('version')}")
-        settings = dict(message["config"])
-        url, control_path = settings.pop("url"), settings.pop("control_path")
+        first, _ = _expect(sock, wire.Config)
+        assert isinstance(first, wire.Config)
+        if first.version != wire.VERSION:
+            raise KeeperGone(f"the keeper speaks link version {first.version}")
+        settings = dict(first.config)
+        url, control_path = str(settings.pop("url")), str(settings.pop("control_path"))
         verbose = bool(settings.pop("verbose", False))
         config = ServerConfig.from_json(settings)
         config.url, config.control_path = url, control_path
         link = cls(sock, tcp, control, config, verbose)
         while True:
-            message, fds = _expect(sock, "adopt", "adopted")
-            if message["op"] == "adopted":
-                for state in message.get("state") or ():
-                    link.handed_over[state["session"]] = state
+            message, fds = _expect(sock, wire.Adopt, wire.Adopted)
+            if isinstance(message, wire.Adopted):
+                for state in message.state or ():
+                    link.handed_over[str(state.get("session"))] = state
                 break
+            assert isinstance(message, wire.Adopt)
             link.adopted.append(link._adopt(message, fds))
         sock.setblocking(False)
         return link
 
-    def _adopt(self, message: handoff.Message, fds: Sequence[int]) -> Adopted:
+    def _adopt(self, message: wire.Adopt, fds: Sequence[int]) -> Adopted:
         master, ring_fd = fds
         os.set_blocking(master, False)
-        child = Child(int(message["pid"]), master, str(message["tty"]))
-        if message.get("status") is not None:
-            child.exit.reaped(int(message["status"]))
-        self._children[str(message["session"])] = child
+        child = Child(message.pid, master, message.tty)
+        if message.status is not None:
+            child.exit.reaped(message.status)
+        self._children[message.session] = child
         return Adopted(
-            session=str(message["session"]),
+            session=message.session,
             child=child,
             ring=_map_ring(ring_fd),
-            identity=message["identity"],
-            cols=int(message["cols"]),
-            rows=int(message["rows"]),
+            identity=message.identity,
+            cols=message.cols,
+            rows=message.rows,
         )
 
     # ------------------------------------------------------------------ sending
 
-    async def send(self, message: handoff.Message, fds: Sequence[int] = ()) -> None:
+    async def send(self, message: wire.ToKeeper) -> None:
         if self._send_lock is None:
             self._send_lock = anyio.Lock()
-        packet, attached, blob = handoff.encode(message, fds)
+        packet, attached, blob = wire.encode(message)
         try:
             async with self._send_lock:
                 while True:
@@ -131,26 +132,26 @@ class KeeperLink:
             if blob is not None:
                 os.close(blob)
 
-    def send_now(self, message: handoff.Message) -> None:
+    def send_now(self, message: wire.ToKeeper) -> None:
         """A small message, sent at once (the keeper reads promptly); a failure is
         logged: the keeper's view of a size or a forgotten session is not vital."""
-        packet, fds, blob = handoff.encode(message)
+        packet, fds, blob = wire.encode(message)
         try:
             socket.send_fds(self._sock, [packet], fds)
         except OSError as error:
-            log.warning("cannot tell the keeper (%s): %s", message.get("op"), error)
+            log.warning("cannot tell the keeper (%s): %s", message.op, error)
         finally:
             if blob is not None:
                 os.close(blob)
 
-    async def request(self, message: handoff.Message) -> tuple[handoff.Message, list[int]]:
-        """Send ``message`` with a fresh ``id``; its answer (and descriptors)."""
+    async def spawn(self, spec: wire.ProgramSpec) -> wire.Spawned | wire.SpawnFailed:
+        """Ask the keeper to start ``spec``; its answer."""
         self._ids += 1
         request = self._ids
-        send, receive = anyio.create_memory_object_stream[tuple[handoff.Message, list[int]]](1)
+        send, receive = anyio.create_memory_object_stream[wire.Spawned | wire.SpawnFailed](1)
         self._waiting[request] = send
         try:
-            await self.send({**message, "id": request})
+            await self.send(wire.Spawn(id=request, spec=spec))
             with receive:
                 try:
                     return await receive.receive()
@@ -169,21 +170,18 @@ class KeeperLink:
         on_restart: Callable[[], Awaitable[None]],
     ) -> None:
         """Follow the keeper until it is gone (then raise KeeperGone). A message that
-        cannot be handled (malformed, or its descriptors lost for want of room) costs
-        that message, logged once per kind: the request waiting for it, if any, gets a
-        failure; never this loop, which every later spawn and the stop depend on."""
+        cannot be taken (not one of the link's, or its descriptors lost for want of
+        room) costs that message, logged once per kind: the spawn waiting for it, if
+        any, fails; never this loop, which every later spawn and the stop depend on."""
         while True:
             await anyio.wait_readable(self._sock)
             while True:
                 try:
-                    received = handoff.receive(self._sock)
+                    received = wire.receive(self._sock)
                 except BlockingIOError:
                     break
-                except handoff.Truncated as truncated:
-                    self._lost(truncated.message, "the server ran out of file descriptors")
-                    continue
-                except ValueError as malformed:
-                    self._unhandled("a malformed message", malformed)
+                except wire.BadLinkMessage as bad:  # Truncated too
+                    self._lost(bad.message, str(bad))
                     continue
                 except OSError:
                     received = None
@@ -192,72 +190,51 @@ class KeeperLink:
                         waiter.close()
                     raise KeeperGone("the keeper closed the link")
                 message, fds = received
-                try:
-                    await self._handle(message, fds, on_stop=on_stop, on_restart=on_restart)
-                except (KeyError, TypeError, ValueError) as malformed:
-                    for fd in fds:
-                        with contextlib.suppress(OSError):
-                            os.close(fd)
-                    self._lost(message, f"the keeper's answer was malformed: {malformed}")
+                match message:
+                    case wire.Exited(session=session, status=status):
+                        child = self._children.get(session)
+                        if child is not None:
+                            child.exit.reaped(status)
+                    case wire.Spawned():
+                        self._started(message, fds)  # known at once: its exit may be next
+                        self._answer(message)
+                    case wire.SpawnFailed():
+                        self._answer(message)
+                    case wire.Ping(n=n):
+                        # Answered from the event loop: a stopped or stuck loop does not
+                        # answer, and the keeper replaces this process.
+                        self.send_now(wire.Pong(n))
+                    case wire.Stop():
+                        on_stop()
+                    case wire.Restart():
+                        await on_restart()
+                    case _:
+                        self._unhandled(message.op, "only the server sends it")
 
-    async def _handle(
-        self,
-        message: handoff.Message,
-        fds: list[int],
-        *,
-        on_stop: Callable[[], None],
-        on_restart: Callable[[], Awaitable[None]],
-    ) -> None:
-        op = message.get("op")
-        if op == "exited":
-            child = self._children.get(str(message["session"]))
-            if child is not None:
-                child.exit.reaped(int(message["status"]))
-        elif op in ("spawned", "spawn_failed"):
-            if op == "spawned":
-                # Known at once: its exit may be the very next message.
-                self._started(message, fds)
-                fds = []
-            pending = self._waiting.get(int(message["id"]))
-            if pending is not None:
-                pending.send_nowait((message, fds))
-                return
-        elif op == "ping":
-            # Answered from the event loop: a stopped or stuck loop does not answer,
-            # and the keeper replaces this process (keeper.UNANSWERED_SECONDS).
-            self.send_now({"op": "pong", "n": message.get("n")})
-        elif op == "stop":
-            on_stop()
-        elif op == "restart":
-            await on_restart()
-        for fd in fds:
-            os.close(fd)
+    def _answer(self, message: wire.Spawned | wire.SpawnFailed) -> None:
+        pending = self._waiting.get(message.id)
+        if pending is not None:
+            pending.send_nowait(message)
 
-    def _lost(self, message: handoff.Message, why: str) -> None:
+    def _lost(self, message: wire.Message | None, why: str) -> None:
         """``message`` could not be taken: a spawn it answered fails (its program,
         which no server can read, is stopped by the keeper); anything else is logged."""
-        self._unhandled(f"a {message.get('op', 'malformed')!r} message", why)
-        if message.get("op") == "spawned" and isinstance(message.get("session"), str):
-            self.send_now({"op": "forget", "session": message["session"]})
-        request = message.get("id")
-        pending = self._waiting.get(request) if isinstance(request, int) else None
-        if pending is not None:
-            pending.send_nowait(({"op": "spawn_failed", "reason": why}, []))
+        self._unhandled("malformed" if message is None else message.op, why)
+        if isinstance(message, wire.Spawned):
+            self.send_now(wire.Forget(message.session))
+        if isinstance(message, wire.Spawned | wire.SpawnFailed):
+            self._answer(wire.SpawnFailed(id=message.id, reason=why))
 
-    def _unhandled(self, what: str, why: object) -> None:
-        key = what.split(" ", 2)[1] if " " in what else what
-        if key not in self._logged:
-            self._logged.add(key)
-            log.warning("the keeper's link: %s was dropped (%s)", what, why)
+    def _unhandled(self, kind: str, why: object) -> None:
+        if kind not in self._logged:
+            self._logged.add(kind)
+            log.warning("the keeper's link: a %s message was dropped (%s)", kind, why)
 
-    def _started(self, message: handoff.Message, fds: Sequence[int]) -> None:
-        if len(fds) != 2:
-            raise ValueError(f"a spawned program comes with 2 descriptors, not {len(fds)}")
+    def _started(self, message: wire.Spawned, fds: Sequence[int]) -> None:
         master, ring_fd = fds
         os.set_blocking(master, False)
-        child = Child(int(message["pid"]), master, str(message["tty"]))
-        self._children[str(message["session"])] = child
-        self._started_rings[str(message["session"])] = _map_ring(ring_fd)
+        self._children[message.session] = Child(message.pid, master, message.tty)
+        self._started_rings[message.session] = _map_ring(ring_fd)
 
     def take_started(self, session: str) -> tuple[Child, Ring | None]:
         """The program just started for ``session`` (see `_started`)."""
@@ -279,35 +256,20 @@ class KeeperOwner:
         self._link = link
 
     async def start(self, spec: ProgramSpec) -> tuple[Child, Ring | None]:
-        message = {
-            "op": "spawn",
-            "spec": {
-                "session_id": spec.session_id,
-                "argv": spec.argv,
-                "env": spec.env,
-                "cwd": spec.cwd,
-                "cols": spec.cols,
-                "rows": spec.rows,
-                "ring_capacity": spec.ring_capacity,
-                "identity": spec.identity,
-            },
-        }
-        reply, fds = await self._link.request(message)
-        if reply["op"] == "spawn_failed":
-            for fd in fds:
-                os.close(fd)
-            raise SpawnError(str(reply.get("reason", "cannot start the program")))
+        reply = await self._link.spawn(spec)
+        if isinstance(reply, wire.SpawnFailed):
+            raise SpawnError(reply.reason or "cannot start the program")
         return self._link.take_started(spec.session_id)
 
     def forget(self, session_id: str) -> None:
         self._link.unregister(session_id)
-        self._link.send_now({"op": "forget", "session": session_id})
+        self._link.send_now(wire.Forget(session_id))
 
     def resized(self, session_id: str, cols: int, rows: int) -> None:
-        self._link.send_now({"op": "size", "session": session_id, "cols": cols, "rows": rows})
+        self._link.send_now(wire.Size(session_id, cols, rows))
 
     def identity_changed(self, session_id: str, identity: dict[str, object]) -> None:
-        self._link.send_now({"op": "identity", "session": session_id, "identity": identity})
+        self._link.send_now(wire.IdentityChanged(session_id, dict(identity)))
 
 
 def _map_ring(fd: int) -> Ring | None:
@@ -320,11 +282,14 @@ def _map_ring(fd: int) -> Ring | None:
         os.close(fd)  # the mapping stays
 
 
-def _expect(sock: socket.socket, *ops: str) -> tuple[handoff.Message, list[int]]:
-    received = handoff.receive(sock)
+def _expect(sock: socket.socket, *kinds: type[wire.Message]) -> tuple[wire.Message, list[int]]:
+    try:
+        received = wire.receive(sock)
+    except ValueError as bad:  # BadLinkMessage, Truncated
+        raise KeeperGone(f"the keeper's link while starting: {bad}") from None
     if received is None:
         raise KeeperGone("the keeper closed the link while starting")
     message, fds = received
-    if message.get("op") not in ops:
-        raise KeeperGone(f"unexpected {message.get('op')!r} from the keeper")
+    if not isinstance(message, kinds):
+        raise KeeperGone(f"unexpected {message.op!r} from the keeper")
     return message, fds

@@ -16,7 +16,6 @@ server restart must not take down.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
@@ -25,23 +24,7 @@ import anyio.abc
 from ptyvisor import spawn
 from ptyvisor.child import Child
 from ptyvisor.ring import Ring
-
-
-@dataclass(frozen=True)
-class ProgramSpec:
-    """What to start, and what the owner keeps about it for a server started later."""
-
-    session_id: str
-    argv: list[str]
-    env: dict[str, str]
-    """The whole environment, ``PTYVISOR_*`` included (``PTYVISOR_TTY`` is added)."""
-    cwd: str
-    cols: int
-    rows: int
-    ring_capacity: int
-    identity: dict[str, object]
-    """The session's identity (session.Identity, as JSON): the keeper keeps it for a
-    server started later, which adopts the program with it."""
+from ptyvisor.wire.link import ProgramSpec
 
 
 class Owner(Protocol):

@@ -87,6 +87,7 @@ from ptyvisor.session import MAX_MESSAGE, Session, now_ms
 from ptyvisor.spawn import SpawnError
 from ptyvisor.supervisor import NoRecords, NotResumable, Supervisor, UnknownSession
 from ptyvisor.webpage import WebPage
+from ptyvisor.wire import link as wire
 
 log = logging.getLogger(__name__)
 
@@ -696,7 +697,7 @@ async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) ->
         with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS):
             await server.wait_closed()
         sessions = [await session.handover() for session in supervisor.sessions()]
-        await keeper.send({"op": "handover", "sessions": sessions})
+        await keeper.send(wire.Handover(sessions))
         done.set()
 
     stopping = False
@@ -708,7 +709,7 @@ async def _follow(keeper: KeeperLink, server: Server, supervisor: Supervisor) ->
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: keeper.run(on_stop=stop, on_restart=restart))
-        await keeper.send({"op": "ready"})
+        await keeper.send(wire.Ready())
         await done.wait()
         tg.cancel_scope.cancel()
     if stopping:

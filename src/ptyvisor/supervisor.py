@@ -25,7 +25,7 @@ from ptyvisor.identity import Identity
 from ptyvisor.jsontext import display
 from ptyvisor.keeperlink import Adopted
 from ptyvisor.outbox import Outbox
-from ptyvisor.owner import Owner, ProgramSpec
+from ptyvisor.owner import Owner
 from ptyvisor.proctable import ProcessTable
 from ptyvisor.protocol import ProcessState, SessionClosed, SessionSummary, TermSize, Transition
 from ptyvisor.records import Record, Records, RecordsUnavailable
@@ -33,6 +33,7 @@ from ptyvisor.ring import Ring
 from ptyvisor.session import Session, new_session_id, now_ms, raw_names
 from ptyvisor.spawn import SpawnError, program_environment
 from ptyvisor.untrusted import native_id_problem
+from ptyvisor.wire.link import ProgramSpec
 
 log = logging.getLogger(__name__)
 
