@@ -17,6 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ptyvisor.agents import (
     CODEX_DECISION_TIMEOUT_SECONDS,
@@ -27,12 +29,14 @@ from ptyvisor.agents import (
 )
 from ptyvisor.client import Client, Event, ServerError
 from ptyvisor.config import Settings, load_settings, save_settings
-from ptyvisor.control import MAX_LINE, BadAnswer, check_answer
+from ptyvisor.control import BadAnswer, check_answer
 from ptyvisor.frames import new_nonce
 from ptyvisor.hooks.claude_code import native_answer
 from ptyvisor.hooks.normalise import request_digest
 from ptyvisor.interaction import Interaction, Option, Question
 from ptyvisor.protocol import ActivityChanged, Sessions, SessionSummary
+from ptyvisor.wire import control as wire
+from ptyvisor.wire.control import MAX_LINE, Decision
 
 from .conftest import TOKEN, RunningServer, control_refuses, output_until, poll, until
 
@@ -546,18 +550,18 @@ def test_answer_rules_name_the_problem() -> None:
 
 
 def test_native_answer_for_free_text_and_default_deny() -> None:
-    free = native_answer(ASK, {"behavior": "allow", "answers": {"q0": "Teal", "q1": ["B"]}})
+    free = native_answer(ASK, Decision("allow", answers={"q0": "Teal", "q1": ["B"]}))
     assert free is not None
     answers = free["hookSpecificOutput"]["decision"]["updatedInput"]["answers"]
     assert answers == {"Which colour?": "Teal", "Which letters?": "B"}
-    denied = native_answer(BASH, {"behavior": "deny", "message": None})
+    denied = native_answer(BASH, Decision("deny"))
     assert denied is not None
     assert denied["hookSpecificOutput"]["decision"] == {
         "behavior": "deny",
         "message": "Denied from ptyvisor",
     }
     # A label that is not in the raw payload: no answer at all (Claude asks itself).
-    assert native_answer(ASK, {"behavior": "allow", "answers": {"q0": ["Green"]}}) is None
+    assert native_answer(ASK, Decision("allow", answers={"q0": ["Green"]})) is None
 
 
 def test_claude_permission_request_hook_may_hold_long() -> None:
@@ -821,3 +825,48 @@ async def test_a_codex_question_can_only_be_answered_in_the_terminal(
     assert error.code == "not_answerable"
     assert "can only be answered in the terminal" in error.message
     assert (await run.error_of("req-nope", behavior="allow")).code == "gone"
+
+
+CONTROL_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    st.one_of(
+        CONTROL_JSON,
+        st.fixed_dictionaries(
+            {
+                "op": st.sampled_from(
+                    ["request", "take_message", "decision", "message", "delivered"]
+                )
+            },
+            optional={
+                name: CONTROL_JSON
+                for name in (
+                    "session",
+                    "nonce",
+                    "interaction",
+                    "agent_id",
+                    "behavior",
+                    "message",
+                    "suggestion",
+                    "answers",
+                    "text",
+                )
+            },
+        ),
+    )
+)
+def test_control_messages_are_read_whole_or_refused(data: object) -> None:
+    """Both ends read with the same definitions: any JSON is a message or refused."""
+    kinds = (wire.Request, wire.TakeMessage, wire.Decision, wire.QueuedMessage, wire.Delivered)
+    try:
+        message = wire.read(data, *kinds)
+    except wire.BadControlMessage:
+        return
+    assert wire.read(json.loads(message.line()), *kinds) == message

@@ -22,6 +22,8 @@ STDLIB_ONLY = [
     "ptyvisor.hooks.decide",
     "ptyvisor.untrusted",
     "ptyvisor.logs",
+    "ptyvisor.wire.link",
+    "ptyvisor.wire.control",
 ]
 
 

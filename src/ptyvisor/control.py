@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import json
 import logging
 import math
 import os
@@ -84,11 +83,11 @@ from ptyvisor.activity import (
 from ptyvisor.config import Settings
 from ptyvisor.descriptors import accept_forever
 from ptyvisor.interaction import MAX_TEXT, Interaction
+from ptyvisor.wire import control as wire
+from ptyvisor.wire.control import MAX_LINE, Decision
 
 log = logging.getLogger(__name__)
 
-MAX_LINE = 1024 * 1024
-"""Longest control line, newline excluded; a longer one is refused."""
 MAX_BUFFERED = 32 * 1024 * 1024
 """Bytes all control connections together may buffer; past it, a connection is refused."""
 MAX_CONNECTIONS = 1024
@@ -99,7 +98,6 @@ REQUEST_TIMEOUT_SECONDS = 10.0
 """How long a fresh connection has to send its request line."""
 DELIVERY_TIMEOUT_SECONDS = 5.0
 """How long an answer waits for the decision to be written to the hook."""
-MAX_AGENT_ID = 256
 ENDED_MEMORY = 1024
 """How many ended requests are remembered, to tell "over" from "never held"."""
 
@@ -136,25 +134,6 @@ class ControlSession(Protocol):
     def put_back_message(self, text: str, generation: int) -> None: ...
 
     def holds_process(self, pid: int) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Decision:
-    behavior: Behavior
-    message: str | None = None
-    suggestion: int | None = None
-    answers: dict[str, list[str] | str] | None = None
-
-    def line(self) -> bytes:
-        body = {
-            "op": "decision",
-            "behavior": self.behavior,
-            "message": self.message,
-            "suggestion": self.suggestion,
-            "answers": self.answers,
-        }
-        # ASCII with escapes: encodes whatever the texts hold.
-        return json.dumps(body).encode() + b"\n"
 
 
 @dataclass(eq=False)
@@ -591,14 +570,15 @@ class ControlServer:
         taken = session.take_message()
         delivered = False
         try:
-            reply = {"op": "message", "text": taken[0] if taken else None}
-            await stream.send(json.dumps(reply).encode() + b"\n")
+            await stream.send(wire.QueuedMessage(taken[0] if taken else None).line())
             if taken is None:
                 return
             with anyio.move_on_after(DELIVERY_TIMEOUT_SECONDS):
                 ack = await reader.line(1024)
-                with contextlib.suppress(jsontext.BadJSON):
-                    delivered = ack is not None and jsontext.loads(ack) == {"op": "delivered"}
+                with contextlib.suppress(jsontext.BadJSON, wire.BadControlMessage):
+                    delivered = ack is not None and bool(
+                        wire.read(jsontext.loads(ack), wire.Delivered)
+                    )
         finally:
             if taken is not None and not delivered:
                 session.put_back_message(*taken)
@@ -606,36 +586,28 @@ class ControlServer:
     def _authenticate(
         self, line: bytes | None, peer_pid: int = 0
     ) -> tuple[ControlSession, PendingRequest | None] | None:
-        """The session and, for ``request``, the request; None to refuse.
-        ``take_message`` has no request."""
+        """The session and, for a `wire.Request`, the request; None to refuse.
+        `wire.TakeMessage` has no request."""
         if line is None:
             return None
         try:
-            message = jsontext.loads(line)
-        except jsontext.BadJSON:
+            message = wire.read(jsontext.loads(line), wire.Request, wire.TakeMessage)
+        except (jsontext.BadJSON, wire.BadControlMessage):
             return None
-        if not isinstance(message, dict) or message.get("op") not in ("request", "take_message"):
-            return None
-        session_id, nonce = message.get("session"), message.get("nonce")
-        if not isinstance(session_id, str) or not isinstance(nonce, str):
-            return None
-        session = self._lookup(session_id)
-        if session is None or not session.nonce_matches(nonce) or session.exited.is_set():
+        session = self._lookup(message.session)
+        if session is None or not session.nonce_matches(message.nonce) or session.exited.is_set():
             return None
         if peer_pid > 0 and not session.holds_process(peer_pid):
             return None
-        if message["op"] == "take_message":
+        if isinstance(message, wire.TakeMessage):
             return session, None
         try:
-            interaction = Interaction.model_validate(message.get("interaction"))
+            interaction = Interaction.model_validate(message.interaction)
         except ValidationError:
             return None
-        agent_id = message.get("agent_id")
-        if agent_id is not None and (
-            not isinstance(agent_id, str) or not 0 < len(agent_id) <= MAX_AGENT_ID
-        ):
-            return None
-        request = PendingRequest(session=session_id, interaction=interaction, agent_id=agent_id)
+        request = PendingRequest(
+            session=message.session, interaction=interaction, agent_id=message.agent_id
+        )
         return session, request
 
 

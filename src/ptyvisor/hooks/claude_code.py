@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptyvisor.hooks import normalise
-from ptyvisor.hooks.decide import Decision, continue_with_queued_message, request_decision
+from ptyvisor.hooks.decide import continue_with_queued_message, request_decision
 from ptyvisor.hooks.normalise import (
     MAX_OPTIONS,
     MAX_QUESTIONS,
@@ -43,6 +43,7 @@ from ptyvisor.hooks.normalise import (
     suggestions,
     text,
 )
+from ptyvisor.wire.control import Decision
 
 AGENT = "claude-code"
 ASK_TOOL = "AskUserQuestion"
@@ -232,20 +233,20 @@ def native_answer(event: Mapping[str, Any], decision: Decision) -> Payload | Non
     The decision's suggestion index and labels refer to the masked interaction; they
     are mapped back, by position, to the raw payload, which never left this process.
     """
-    if decision["behavior"] == "deny":
+    if decision.behavior == "deny":
         verdict: Payload = {
             "behavior": "deny",
-            "message": decision.get("message") or DEFAULT_DENY_MESSAGE,
+            "message": decision.message or DEFAULT_DENY_MESSAGE,
         }
     else:
         verdict = {"behavior": "allow"}
-        index = decision.get("suggestion")
+        index = decision.suggestion
         if index is not None:
             sources = suggestion_sources(event.get("permission_suggestions"))
             if not 0 <= index < len(sources):
                 return None
             verdict["updatedPermissions"] = [sources[index][1]]
-        chosen = decision.get("answers")
+        chosen = decision.answers
         if chosen is not None:
             tool_input = event.get("tool_input")
             if not isinstance(tool_input, Mapping):

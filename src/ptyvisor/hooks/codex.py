@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ptyvisor.hooks import normalise
-from ptyvisor.hooks.decide import Decision, continue_with_queued_message, request_decision
+from ptyvisor.hooks.decide import continue_with_queued_message, request_decision
 from ptyvisor.hooks.normalise import Payload, cleared, request_digest, row, rows, text
 from ptyvisor.proctable import process_start
+from ptyvisor.wire.control import Decision
 
 AGENT = "codex"
 QUESTION_TOOL = "request_user_input"
@@ -121,9 +122,9 @@ def native_answer(decision: Decision) -> Payload:
     """Codex's PermissionRequest hook output: the same shape as Claude's
     (``{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision":
     {"behavior": "allow"} | {"behavior": "deny", "message": ...}}}``)."""
-    verdict: Payload = {"behavior": decision["behavior"]}
-    if decision["behavior"] == "deny":
-        verdict["message"] = decision.get("message") or DEFAULT_DENY_MESSAGE
+    verdict: Payload = {"behavior": decision.behavior}
+    if decision.behavior == "deny":
+        verdict["message"] = decision.message or DEFAULT_DENY_MESSAGE
     return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
 
 

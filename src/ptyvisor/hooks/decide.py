@@ -21,14 +21,21 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ptyvisor.wire.control import (
+    MAX_LINE,
+    BadControlMessage,
+    Decision,
+    Delivered,
+    QueuedMessage,
+    Request,
+    TakeMessage,
+    read,
+)
+
 ENV_CONTROL = "PTYVISOR_CONTROL"
 CONNECT_TIMEOUT = 0.5
 TAKE_TIMEOUT = 2.0
 """How long a Stop hook waits for the queued message (ptyvisor answers at once)."""
-MAX_LINE = 1024 * 1024
-BEHAVIORS = ("allow", "deny")
-
-Decision = dict[str, Any]
 
 
 def request_decision(
@@ -43,10 +50,7 @@ def request_decision(
     session, nonce = env.get("PTYVISOR_SESSION", ""), env.get("PTYVISOR_NONCE", "")
     if not (path and session and nonce):
         return None
-    request = {"op": "request", "session": session, "nonce": nonce, "interaction": interaction}
-    if agent_id is not None:
-        request["agent_id"] = agent_id
-    line = json.dumps(request, ensure_ascii=False).encode() + b"\n"
+    line = Request(session, nonce, dict(interaction), agent_id).line()
     if len(line) > MAX_LINE:
         return None
     try:
@@ -71,7 +75,7 @@ class TakenMessage:
 
     def delivered(self) -> None:
         try:
-            self._sock.sendall(b'{"op": "delivered"}\n')
+            self._sock.sendall(Delivered().line())
         except OSError:
             pass
         finally:
@@ -84,16 +88,15 @@ def take_message(env: Mapping[str, str] = os.environ) -> TakenMessage | None:
     session, nonce = env.get("PTYVISOR_SESSION", ""), env.get("PTYVISOR_NONCE", "")
     if not (path and session and nonce):
         return None
-    request = {"op": "take_message", "session": session, "nonce": nonce}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         sock.connect(path)
-        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.sendall(TakeMessage(session, nonce).line())
         sock.settimeout(TAKE_TIMEOUT)
         reply = _read_line(sock)
-        text = json.loads(reply).get("text") if reply is not None else None
-    except (OSError, ValueError, AttributeError):
+        text = read(json.loads(reply), QueuedMessage).text if reply is not None else None
+    except (OSError, ValueError):  # BadControlMessage is a ValueError
         text = None
     if not isinstance(text, str) or not text:
         sock.close()
@@ -141,34 +144,7 @@ def _read_line(sock: socket.socket) -> bytes | None:
 
 def _parse(line: bytes) -> Decision | None:
     try:
-        decision = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(decision, dict) or decision.get("op") != "decision":
-        return None
-    if decision.get("behavior") not in BEHAVIORS:
-        return None
-    message, suggestion, answers = (
-        decision.get("message"),
-        decision.get("suggestion"),
-        decision.get("answers"),
-    )
-    if message is not None and not isinstance(message, str):
-        return None
-    if suggestion is not None and (isinstance(suggestion, bool) or not isinstance(suggestion, int)):
-        return None
-    if answers is not None and not _valid_answers(answers):
+        decision: Decision = read(json.loads(line), Decision)
+    except (ValueError, BadControlMessage):
         return None
     return decision
-
-
-def _valid_answers(answers: object) -> bool:
-    if not isinstance(answers, dict):
-        return False
-    for value in answers.values():
-        if isinstance(value, list):
-            if not all(isinstance(label, str) for label in value):
-                return False
-        elif not isinstance(value, str):
-            return False
-    return True
