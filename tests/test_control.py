@@ -27,9 +27,10 @@ from ptyvisor.agents import (
     claude_settings,
     codex_overrides,
 )
-from ptyvisor.client import Client, Event, ServerError
+from ptyvisor.client import Client, Event
 from ptyvisor.config import Settings, load_settings, save_settings
-from ptyvisor.control import BadAnswer, check_answer
+from ptyvisor.control import check_answer
+from ptyvisor.errors import BadAnswer, BadControlMessage, ServerError
 from ptyvisor.frames import new_nonce
 from ptyvisor.hooks.claude_code import native_answer
 from ptyvisor.hooks.normalise import request_digest
@@ -867,6 +868,6 @@ def test_control_messages_are_read_whole_or_refused(data: object) -> None:
     kinds = (wire.Request, wire.TakeMessage, wire.Decision, wire.QueuedMessage, wire.Delivered)
     try:
         message = wire.read(data, *kinds)
-    except wire.BadControlMessage:
+    except BadControlMessage:
         return
     assert wire.read(json.loads(message.line()), *kinds) == message

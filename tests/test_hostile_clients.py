@@ -22,6 +22,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from ptyvisor.client import Client
+from ptyvisor.dispatch import Dispatcher
 from ptyvisor.keynames import MAX_KEY_CHARS, MAX_KEYS_CHARS
 from ptyvisor.protocol import (
     CLIENT_MESSAGE_TYPES,
@@ -31,7 +32,6 @@ from ptyvisor.protocol import (
     Hello,
     Sessions,
 )
-from ptyvisor.server import Connection
 
 from .conftest import TOKEN, RunningServer, assert_echoes, poll
 
@@ -350,14 +350,14 @@ async def test_events_pushed_to_a_client_that_never_reads_close_it(
 async def test_a_bug_in_one_connection_ends_only_that_connection(
     server: RunningServer, bystander: str, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
-    original = Connection._dispatch
+    original = Dispatcher.__call__
 
-    async def dispatch(self: Connection, request: Any) -> None:
+    async def dispatch(self: Dispatcher, request: Any) -> Any:
         if getattr(request, "req_id", None) == "explode":
             raise RuntimeError("injected bug")
-        await original(self, request)
+        return await original(self, request)
 
-    monkeypatch.setattr(Connection, "_dispatch", dispatch)
+    monkeypatch.setattr(Dispatcher, "__call__", dispatch)
     ws = await open_raw(server)
     await ws.send(json.dumps({"type": "list", "req_id": "explode"}))
     with pytest.raises(ConnectionClosed) as closed:

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.client import Client, ServerError
+from ptyvisor.client import Client
+from ptyvisor.errors import ServerError
 from ptyvisor.frames import encode_frame
 from ptyvisor.proctable import ProcessTable
 from ptyvisor.session import Session

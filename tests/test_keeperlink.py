@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ptyvisor.config import ServerConfig
+from ptyvisor.errors import BadLinkMessage, SpawnError
 from ptyvisor.keeperlink import KeeperLink
-from ptyvisor.spawn import SpawnError
 from ptyvisor.wire import link as wire
 from ptyvisor.wire.link import ProgramSpec
 
@@ -96,7 +96,7 @@ hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 resource.setrlimit(resource.RLIMIT_NOFILE, (5, hard))
 try:
     wire.receive(sock)
-except wire.Truncated as truncated:
+except Truncated as truncated:
     print("truncated", truncated.message.op)
 """
 
@@ -145,7 +145,7 @@ FIELDS = ["session", "pid", "tty", "identity", "cols", "rows", "status", "id", "
 def test_any_json_is_a_message_or_refused(data: object) -> None:
     try:
         message = wire.parse(data)
-    except wire.BadLinkMessage:
+    except BadLinkMessage:
         return
     assert wire.parse(wire.to_json(message)) == message  # what is kept reads back
 

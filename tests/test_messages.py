@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from ptyvisor.client import Client, ServerError
+from ptyvisor.client import Client
+from ptyvisor.errors import ServerError
 from ptyvisor.protocol import SessionSummary
 
 from .conftest import RunningServer, poll

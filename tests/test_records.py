@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.client import Client, ServerError
+from ptyvisor.client import Client
 from ptyvisor.config import ServerConfig
+from ptyvisor.errors import ServerError
 from ptyvisor.identity import Identity
 from ptyvisor.records import FILE, MIGRATIONS, Records
 from ptyvisor.server import run_server

@@ -12,9 +12,9 @@ import pytest
 
 import ptyvisor
 import ptyvisor.sync
+from ptyvisor.errors import WaitTimeout
 from ptyvisor.protocol import ProcessChanged, Transition
 from ptyvisor.pytest_plugin import ServerInfo
-from ptyvisor.scripting import WaitTimeout
 
 from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, child_env
 

@@ -18,7 +18,8 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
-from ptyvisor.client import Client, ServerError
+from ptyvisor.client import Client
+from ptyvisor.errors import ServerError
 from ptyvisor.protocol import SERVER_MESSAGE, Hello
 
 from .conftest import (

@@ -11,7 +11,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from ptyvisor.client import Client, ServerError
+from ptyvisor.client import Client
+from ptyvisor.errors import ServerError
 from ptyvisor.protocol import SERVER_MESSAGE, ActivityChanged, Error, Hello, Sessions
 
 from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, output_until, poll, until

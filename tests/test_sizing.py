@@ -10,7 +10,8 @@ import re
 import anyio
 import pytest
 
-from ptyvisor.client import Client, ServerError
+from ptyvisor.client import Client
+from ptyvisor.errors import ServerError
 from ptyvisor.protocol import Error, TermSize
 from ptyvisor.sizing import SizePolicy
 

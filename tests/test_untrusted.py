@@ -14,14 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ptyvisor.activity import Activity, ActivityPhase
-from ptyvisor.agents import AGENTS, RESUME_OPTION, SEPARATE_VALUE, BadNativeId, resume_args
+from ptyvisor.agents import AGENTS, RESUME_OPTION, SEPARATE_VALUE, resume_args
 from ptyvisor.cli.formatting import event_text, format_table, say
+from ptyvisor.errors import BadNativeId, BadReference
 from ptyvisor.interaction import Interaction, Question
 from ptyvisor.jsontext import display
 from ptyvisor.logs import FORMAT, InertFormatter
 from ptyvisor.protocol import ProcessState, SessionSummary, TermSize
 from ptyvisor.recording import asciicast, header, marker_label
-from ptyvisor.refs import BadReference, resolve
+from ptyvisor.refs import resolve
 from ptyvisor.untrusted import GENERIC_NATIVE_ID, NATIVE_ID_SHAPES, native_id_problem, printable
 
 HOSTILE = [
@@ -175,7 +176,7 @@ def test_reference_errors_hold_no_control_character(
         resolve(sessions, ref)
     except BadReference as bad:
         out = io.StringIO()
-        say(f"ptyvisor: {bad.error.message}", file=out)
+        say(f"ptyvisor: {bad.message}", file=out)
         assert acts_on_a_terminal(out.getvalue(), newlines=True) == []
 
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ptyvisor.errors import BadNativeId
 from ptyvisor.untrusted import native_id_problem
 
 AgentName = Literal["claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code"]
@@ -375,11 +376,6 @@ def launch(
                 ["gemini", *args, *extra],
                 {"GEMINI_CLI_HOME": str(home), **gemini_not_headless(environment)},
             )
-
-
-class BadNativeId(ValueError):
-    """A recorded conversation id that is not shaped like the agent's own: refused
-    rather than put into the agent's argument vector (see untrusted.py)."""
 
 
 RESUME_OPTION: dict[AgentName, str] = {

@@ -30,6 +30,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from ptyvisor.errors import Disconnected, ServerError
 from ptyvisor.jsontext import is_text
 from ptyvisor.protocol import (
     SERVER_MESSAGE,
@@ -49,19 +50,6 @@ from ptyvisor.protocol import (
     Stats,
     Timeline,
 )
-
-
-class ServerError(Exception):
-    """The server answered a request with an ``error`` message."""
-
-    def __init__(self, error: Error) -> None:
-        super().__init__(f"{error.code}: {error.message}")
-        self.code = error.code
-        self.message = error.message
-
-
-class Disconnected(Exception):
-    """The connection to the server is gone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +220,7 @@ class Client:
             send.close()
             receive.close()
         if isinstance(reply, Error):
-            raise ServerError(reply)
+            raise ServerError(reply.code, reply.message)
         return reply
 
     async def list(self, *, all: bool = False) -> list[SessionSummary]:

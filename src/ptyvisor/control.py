@@ -82,6 +82,7 @@ from ptyvisor.activity import (
 )
 from ptyvisor.config import Settings
 from ptyvisor.descriptors import accept_forever
+from ptyvisor.errors import BadAnswer, BadControlMessage, BadJSON, Gone
 from ptyvisor.interaction import MAX_TEXT, Interaction
 from ptyvisor.wire import control as wire
 from ptyvisor.wire.control import MAX_LINE, Decision
@@ -103,23 +104,6 @@ ENDED_MEMORY = 1024
 
 Behavior = Literal["allow", "deny"]
 Answers = Mapping[str, list[str] | str]
-
-
-class Gone(Exception):
-    """No request with that id is waiting.
-
-    ``terminal_only``: it is the session's pending interaction, but no hook ever waited
-    for a remote answer to it (a Codex question, Codex with remote answers off), so
-    only the terminal can answer it — unlike one answered, withdrawn or timed out.
-    """
-
-    def __init__(self, interaction_id: str, *, terminal_only: bool = False) -> None:
-        super().__init__(interaction_id)
-        self.terminal_only = terminal_only
-
-
-class BadAnswer(ValueError):
-    """The answer does not fit the interaction; the message names the problem."""
 
 
 class ControlSession(Protocol):
@@ -575,7 +559,7 @@ class ControlServer:
                 return
             with anyio.move_on_after(DELIVERY_TIMEOUT_SECONDS):
                 ack = await reader.line(1024)
-                with contextlib.suppress(jsontext.BadJSON, wire.BadControlMessage):
+                with contextlib.suppress(BadJSON, BadControlMessage):
                     delivered = ack is not None and bool(
                         wire.read(jsontext.loads(ack), wire.Delivered)
                     )
@@ -592,7 +576,7 @@ class ControlServer:
             return None
         try:
             message = wire.read(jsontext.loads(line), wire.Request, wire.TakeMessage)
-        except (jsontext.BadJSON, wire.BadControlMessage):
+        except (BadJSON, BadControlMessage):
             return None
         session = self._lookup(message.session)
         if session is None or not session.nonce_matches(message.nonce) or session.exited.is_set():

@@ -25,7 +25,9 @@ from websockets.http11 import Request, Response
 
 from ptyvisor import access
 from ptyvisor.config import ServerConfig
-from ptyvisor.refs import BadReference, resolve
+from ptyvisor.errors import BadReference
+from ptyvisor.protocol import Error
+from ptyvisor.refs import resolve
 from ptyvisor.supervisor import Supervisor
 from ptyvisor.webpage import http_response
 
@@ -67,10 +69,9 @@ async def respond(
     try:
         session_id = resolve(summaries, parts[0])
     except BadReference as bad:
-        status = (
-            HTTPStatus.NOT_FOUND if bad.error.code == "unknown_session" else HTTPStatus.CONFLICT
-        )
-        return _response(status, json.dumps(bad.error.model_dump(mode="json")), JSON)
+        status = HTTPStatus.NOT_FOUND if bad.code == "unknown_session" else HTTPStatus.CONFLICT
+        error = Error.model_validate({"code": bad.code, "message": bad.message})
+        return _response(status, error.model_dump_json(), JSON)
     if parts[1:] == []:
         summary = next(s for s in summaries if s.id == session_id)
         return _response(HTTPStatus.OK, summary.model_dump_json(), JSON)

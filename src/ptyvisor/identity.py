@@ -15,11 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ptyvisor.errors import BadIdentity
 from ptyvisor.spawn import DEFAULT_TERM
-
-
-class BadIdentity(ValueError):
-    """Stored identity JSON that cannot be read back (a corrupt or foreign record)."""
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,10 @@ import base64
 import json
 import re
 
+from ptyvisor.errors import BadJSON
+
 MAX_DEPTH = 64
 """Deepest nesting accepted; every real message is under ten levels deep."""
-
-
-class BadJSON(ValueError):
-    """Not acceptable JSON. ``syntax``: not JSON at all (or nested too deeply), as
-    opposed to JSON whose text cannot be carried (a lone surrogate)."""
-
-    def __init__(self, reason: str, *, syntax: bool) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.syntax = syntax
 
 
 def _reject_constant(name: str) -> object:

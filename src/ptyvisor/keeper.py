@@ -48,6 +48,7 @@ from typing import Any
 
 from ptyvisor import descriptors, logs, proctable, ring, serve_options, spawn
 from ptyvisor.config import ServerConfig, control_path
+from ptyvisor.errors import BadLinkMessage, SpawnError, Truncated
 from ptyvisor.wire import link as wire
 
 log = logging.getLogger("ptyvisor.keeper")
@@ -395,7 +396,7 @@ class Keeper:
                 received = wire.receive(self.link)
             except BlockingIOError:
                 return
-            except (wire.Truncated, wire.BadLinkMessage) as bad:
+            except (Truncated, BadLinkMessage) as bad:
                 self._last_heard = time.monotonic()
                 log.warning("a message from the server process was dropped: %s", bad)
                 continue
@@ -468,7 +469,7 @@ class Keeper:
             started = spawn.start(
                 spec.argv, cwd=spec.cwd, env=spec.env, cols=spec.cols, rows=spec.rows
             )
-        except spawn.SpawnError as error:
+        except SpawnError as error:
             self._send(wire.SpawnFailed(id=request, reason=str(error)))
             return
         try:

@@ -20,16 +20,12 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
-from ptyvisor.ring import Ring, RingError
-from ptyvisor.spawn import SpawnError
+from ptyvisor.errors import BadLinkMessage, KeeperGone, RingError, SpawnError
+from ptyvisor.ring import Ring
 from ptyvisor.wire import link as wire
 from ptyvisor.wire.link import ProgramSpec
 
 log = logging.getLogger(__name__)
-
-
-class KeeperGone(Exception):
-    """The keeper is gone: without it nothing can be started or reaped."""
 
 
 @dataclass
@@ -180,8 +176,13 @@ class KeeperLink:
                     received = wire.receive(self._sock)
                 except BlockingIOError:
                     break
-                except wire.BadLinkMessage as bad:  # Truncated too
-                    self._lost(bad.message, str(bad))
+                except BadLinkMessage as bad:  # Truncated too
+                    lost = (
+                        bad.message
+                        if isinstance(bad.message, wire.Spawned | wire.SpawnFailed)
+                        else None
+                    )
+                    self._lost(lost, str(bad))
                     continue
                 except OSError:
                     received = None

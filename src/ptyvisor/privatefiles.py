@@ -17,10 +17,6 @@ import stat
 from pathlib import Path
 
 
-class UnsafeDirectory(OSError):
-    """A directory others can write to (see `directory_problem`)."""
-
-
 def directory_problem(path: Path, what: str) -> str | None:
     """Why ``path`` is no place for ``what`` (``"recordings"``), or None: anyone but
     us and root can write into it, unless it is sticky and ours. A directory that

@@ -42,7 +42,8 @@ import anyio
 import anyio.to_thread
 
 from ptyvisor.config import DEFAULT_RECORD_LIMIT
-from ptyvisor.privatefiles import UnsafeDirectory, create_new, directory_problem
+from ptyvisor.errors import UnsafeDirectory
+from ptyvisor.privatefiles import create_new, directory_problem
 from ptyvisor.untrusted import printable
 
 log = logging.getLogger(__name__)

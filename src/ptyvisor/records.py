@@ -39,7 +39,8 @@ import anyio
 import anyio.to_thread
 
 from ptyvisor.config import ensure_state_dir
-from ptyvisor.identity import BadIdentity, Identity
+from ptyvisor.errors import BadIdentity, RecordsUnavailable, UnreadableRecord
+from ptyvisor.identity import Identity
 
 T = TypeVar("T")
 
@@ -115,15 +116,6 @@ class Record:
     resumed_from: str | None
     source: str | None
     """Where the last activity came from (activity.ActivitySource); None before it was kept."""
-
-
-class RecordsUnavailable(Exception):
-    """The records cannot be read now (locked by another process past the busy timeout,
-    a broken file): what asked goes on without them."""
-
-
-class UnreadableRecord(ValueError):
-    """A row that `to_json` and these columns could not have written."""
 
 
 class Records:

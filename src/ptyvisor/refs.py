@@ -9,18 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ptyvisor.protocol import Error, SessionSummary
+from ptyvisor.errors import BadReference
+from ptyvisor.protocol import SessionSummary
 
 SHOWN_CANDIDATES = 8
 """How many candidates an error lists before it says how many more there are."""
-
-
-class BadReference(Exception):
-    """``ref`` names no session, or several; ``error`` is what the CLI prints."""
-
-    def __init__(self, error: Error) -> None:
-        super().__init__(error.message)
-        self.error = error
 
 
 def resolve(sessions: Sequence[SessionSummary], ref: str) -> str:
@@ -35,14 +28,9 @@ def resolve(sessions: Sequence[SessionSummary], ref: str) -> str:
         if len(matches) == 1:
             return matches[0].id
         if matches:
-            raise BadReference(
-                Error(
-                    code="bad_request",
-                    message=f"{ref!r} could be any of: {_candidates(matches)}",
-                )
-            )
+            raise BadReference("bad_request", f"{ref!r} could be any of: {_candidates(matches)}")
     known = f" (sessions: {_candidates(sessions)})" if sessions else " (there are none)"
-    raise BadReference(Error(code="unknown_session", message=f"no session {ref!r}{known}"))
+    raise BadReference("unknown_session", f"no session {ref!r}{known}")
 
 
 def _candidates(sessions: Sequence[SessionSummary]) -> str:

@@ -20,15 +20,13 @@ import mmap
 import os
 import struct
 
+from ptyvisor.errors import RingError
+
 MAGIC = b"PTYVRING"
 VERSION = 1
 HEADER = struct.Struct("<8sIIQQ")
 HEADER_BYTES = 64
 END_OFFSET = 8 + 4 + 4 + 8
-
-
-class RingError(Exception):
-    """Not a ring this version can read."""
 
 
 def create(capacity: int) -> int:

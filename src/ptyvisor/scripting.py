@@ -25,8 +25,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ptyvisor.activity import ActivityPhase
-from ptyvisor.client import Client, ConnectionLost, Disconnected, Output
+from ptyvisor.client import Client, ConnectionLost, Output
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, read_token
+from ptyvisor.errors import BadReference, Disconnected, SessionVanished, WaitTimeout
 from ptyvisor.interaction import Interaction
 from ptyvisor.protocol import (
     ActivityChanged,
@@ -36,8 +37,8 @@ from ptyvisor.protocol import (
     SessionSummary,
     Transition,
 )
-from ptyvisor.refs import BadReference, resolve
-from ptyvisor.waiting import Condition, SessionVanished, wait
+from ptyvisor.refs import resolve
+from ptyvisor.waiting import Condition, wait
 
 ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
@@ -48,10 +49,6 @@ ESCAPES = re.compile(
     r"|[\x00-\x08\x0b-\x1f\x7f]"  # control characters but tab and newline
 )
 """Terminal escape sequences and controls, for `Session.output(strip=True)`."""
-
-
-class WaitTimeout(TimeoutError):
-    """`Session.wait_for` did not see its condition in time, or it can no longer hold."""
 
 
 def server_url(url: str | None = None) -> str:
@@ -107,7 +104,7 @@ class Remote:
         try:
             return Session(self, resolve(await self.client.list(), ref))
         except BadReference as bad:
-            raise LookupError(bad.error.message) from None
+            raise LookupError(bad.message) from None
 
     @asynccontextmanager
     async def _own_connection(self) -> AsyncIterator[Client]:

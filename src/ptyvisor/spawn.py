@@ -31,12 +31,10 @@ import termios
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ptyvisor.errors import SpawnError
+
 ORIGINAL_NOFILE = resource.getrlimit(resource.RLIMIT_NOFILE)
 """The descriptor limit this process started with (before any raise): what programs get."""
-
-
-class SpawnError(Exception):
-    """The program could not be started; the message says why, for the user."""
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,18 @@ from anyio.abc import TaskGroup
 
 from ptyvisor import descriptors
 from ptyvisor.activity import Activity, ActivityPhase, ActivitySource
-from ptyvisor.agents import AGENTS, AgentName, BadNativeId, launch
+from ptyvisor.agents import AGENTS, AgentName, launch
 from ptyvisor.child import Child
 from ptyvisor.config import ServerConfig
 from ptyvisor.control import PendingRequests
+from ptyvisor.errors import (
+    BadNativeId,
+    NoRecords,
+    NotResumable,
+    RecordsUnavailable,
+    SpawnError,
+    UnknownSession,
+)
 from ptyvisor.frames import new_nonce
 from ptyvisor.identity import Identity
 from ptyvisor.jsontext import display
@@ -28,26 +36,14 @@ from ptyvisor.outbox import Outbox
 from ptyvisor.owner import Owner
 from ptyvisor.proctable import ProcessTable
 from ptyvisor.protocol import ProcessState, SessionClosed, SessionSummary, TermSize, Transition
-from ptyvisor.records import Record, Records, RecordsUnavailable
+from ptyvisor.records import Record, Records
 from ptyvisor.ring import Ring
 from ptyvisor.session import Session, new_session_id, now_ms, raw_names
-from ptyvisor.spawn import SpawnError, program_environment
+from ptyvisor.spawn import program_environment
 from ptyvisor.untrusted import native_id_problem
 from ptyvisor.wire.link import ProgramSpec
 
 log = logging.getLogger(__name__)
-
-
-class UnknownSession(KeyError):
-    """No session has that id (it never existed or was closed)."""
-
-
-class NotResumable(Exception):
-    """The session cannot be started again; the message says why."""
-
-
-class NoRecords(Exception):
-    """The server runs without its session records (they could not be opened)."""
 
 
 _PHASES = frozenset(phase.value for phase in ActivityPhase)

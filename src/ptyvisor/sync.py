@@ -25,12 +25,13 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ptyvisor import scripting
+from ptyvisor.errors import WaitTimeout
 from ptyvisor.interaction import Interaction
 from ptyvisor.protocol import Captured, ProcessChanged, SessionSummary, Transition
 
-T = TypeVar("T")
+__all__ = ["Remote", "Session", "WaitTimeout", "connect"]
 
-WaitTimeout = scripting.WaitTimeout
+T = TypeVar("T")
 
 
 @contextmanager

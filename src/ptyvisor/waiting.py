@@ -24,6 +24,7 @@ import anyio
 
 from ptyvisor.activity import ActivityPhase
 from ptyvisor.client import Client, ConnectionLost, Output
+from ptyvisor.errors import SessionVanished
 from ptyvisor.protocol import (
     ActivityChanged,
     ProcessChanged,
@@ -46,10 +47,6 @@ class Condition:
     @property
     def empty(self) -> bool:
         return not self.phases and self.text is None and not self.exited and self.quiet is None
-
-
-class SessionVanished(Exception):
-    """The session was closed (or the server went away) while we waited."""
 
 
 def matches(pattern: re.Pattern[str], rows: Sequence[str]) -> bool:

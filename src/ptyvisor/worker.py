@@ -16,7 +16,8 @@ import anyio
 
 from ptyvisor import descriptors, logs, serve_options
 from ptyvisor.config import ServerConfig
-from ptyvisor.keeperlink import KeeperGone, KeeperLink
+from ptyvisor.errors import KeeperGone
+from ptyvisor.keeperlink import KeeperLink
 
 log = logging.getLogger("ptyvisor.server")
 

@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 import pytest
 
-from ptyvisor.client import ServerError
 from ptyvisor.config import Settings
+from ptyvisor.errors import ServerError
 from ptyvisor.interaction import Interaction
 from tests.agents.fake_model import FakeModelServer, Reply, Request
 from tests.agents.ready import PROMPT_SHOWN

@@ -27,9 +27,10 @@ from ptyvisor.cli.formatting import (
     say,
 )
 from ptyvisor.cli.grammar import build_parser
-from ptyvisor.cli.tty_attach import SessionGone, TerminalAttachment, parse_key
-from ptyvisor.client import Client, ConnectionLost, Disconnected, ServerError
+from ptyvisor.cli.tty_attach import TerminalAttachment, parse_key
+from ptyvisor.client import Client, ConnectionLost
 from ptyvisor.config import default_state_dir, read_token
+from ptyvisor.errors import BadReference, Disconnected, ServerError, SessionGone, SessionVanished
 from ptyvisor.protocol import (
     ActivityChanged,
     ProcessChanged,
@@ -37,8 +38,8 @@ from ptyvisor.protocol import (
     SessionSummary,
     wire_schema,
 )
-from ptyvisor.refs import BadReference, resolve
-from ptyvisor.waiting import Condition, SessionVanished, wait
+from ptyvisor.refs import resolve
+from ptyvisor.waiting import Condition, wait
 
 
 def run_command(args: list[str]) -> int:
@@ -186,7 +187,7 @@ async def _client_command(options: argparse.Namespace) -> int:
             try:
                 options.session = resolve(listed, options.session)
             except BadReference as bad:
-                raise ServerError(bad.error) from None
+                raise ServerError(bad.code, bad.message) from None
         match options.command:
             case "ls":
                 sessions = await client.list(all=options.all)

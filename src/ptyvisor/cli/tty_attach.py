@@ -33,7 +33,8 @@ import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ptyvisor.altscreen import AltScreenGuard
-from ptyvisor.client import Client, ConnectionLost, Disconnected, Output, ServerError
+from ptyvisor.client import Client, ConnectionLost, Output
+from ptyvisor.errors import Disconnected, ServerError, SessionGone
 from ptyvisor.protocol import (
     Attached,
     ProcessChanged,
@@ -377,11 +378,6 @@ class TerminalAttachment:
                 return attached
             await anyio.sleep(delay)
             delay = min(delay * 2, 2.0)
-
-
-class SessionGone(Exception):
-    """The server is back, but the session is not (closed meanwhile, or the server was
-    stopped and its programs with it)."""
 
 
 def _visible(row: str) -> bool:

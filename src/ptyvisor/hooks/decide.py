@@ -21,9 +21,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ptyvisor.errors import BadControlMessage
 from ptyvisor.wire.control import (
     MAX_LINE,
-    BadControlMessage,
     Decision,
     Delivered,
     QueuedMessage,

@@ -17,14 +17,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ptyvisor.errors import BadControlMessage
+
 MAX_LINE = 1024 * 1024
 """Longest control line, newline excluded; a longer one is refused."""
 MAX_AGENT_ID = 256
 BEHAVIORS = ("allow", "deny")
-
-
-class BadControlMessage(ValueError):
-    """Not the message expected on the control socket."""
 
 
 class _Message:

@@ -36,21 +36,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
+from ptyvisor.errors import BadLinkMessage, Truncated
+
 VERSION = 1
 MAX_PACKET = 64 * 1024
 """Bodies larger than this travel in a memfd."""
 MAX_FDS = 8
 Json = dict[str, Any]
-
-
-class BadLinkMessage(ValueError):
-    """Not a message of this link: unknown ``op``, a field missing or of the wrong
-    type, the wrong number of descriptors. ``message``: what it was, when that much
-    could be read (so that a request waiting for it can be answered)."""
-
-    def __init__(self, reason: str, message: "Message | None" = None) -> None:
-        super().__init__(reason)
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,14 +281,6 @@ def send(sock: socket.socket, message: Message, fds: Sequence[int] = ()) -> None
     finally:
         if blob is not None:
             os.close(blob)
-
-
-class Truncated(BadLinkMessage):
-    """A message whose descriptors did not all arrive: the receiver had no room for
-    them (``MSG_CTRUNC``, out of descriptors). The ones that came are closed."""
-
-    def __init__(self, message: Message | None) -> None:
-        super().__init__("the server ran out of file descriptors", message)
 
 
 def receive(sock: socket.socket) -> tuple[Message, list[int]] | None:
