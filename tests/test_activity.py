@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, ActivityTracker
+from ptyvisor.activity import (
+    FRAME_PAYLOAD,
+    TOOL_RESULTS,
+    UNCONFIRMED_SECONDS,
+    ActivityPhase,
+    ActivityRules,
+    ActivityTracker,
+    DropQueuedMessage,
+    FrameApplied,
+    KeyTyped,
+    MessageQueued,
+    ProgramExited,
+    ScreenShown,
+    Tick,
+    Withdraw,
+    frame_ends,
+)
 from ptyvisor.terminal import TerminalSignal
 
 
@@ -428,3 +446,143 @@ def test_attention_outlasts_the_prompt_and_ends_with_a_command_or_a_key() -> Non
     assert not reported.attended(3000), "an extension's needs_input is the extension's"
     assert reported.process_exited(exit_code=0, signal=None, now_ms=4000)
     assert not reported.attended(5000)
+
+
+# ---------------------------------------------------------------------- the rules, by events
+
+CODEX_PROMPT = ["", "\u203a Ask Codex to do anything", "", "  ? for shortcuts"]
+CODEX_BUSY = ["\u2022 Working (0s \u2022 esc to interrupt)", *CODEX_PROMPT]
+QWEN_PROMPT = ["> Type your message or @path/to/file"]
+UUID = "5f1c2a8e-8b1e-4a56-9a0e-3c6d9f1b2a77"
+
+
+def frame(**payload: Any) -> FrameApplied:
+    return FrameApplied(FRAME_PAYLOAD.validate_python(payload))
+
+
+def kinds(effects: list[Any]) -> list[str]:
+    return [type(effect).__name__ for effect in effects]
+
+
+def test_a_reported_ready_is_held_until_the_prompt_shows() -> None:
+    """Qwen Code reports SessionStart before it reads keys: held, applied when drawn."""
+    rules = ActivityRules(1000, agent="qwen-code")
+    assert rules.handle(frame(type="activity", phase="waiting", at=2000)) == []
+    assert rules.activity.phase is ActivityPhase.STARTING
+    assert rules.watches_screen()
+    assert rules.handle(ScreenShown(["loading"], 2500)) == []
+    assert kinds(rules.handle(ScreenShown(QWEN_PROMPT, 3000))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.since) == (ActivityPhase.WAITING, 3000)
+    assert rules.activity.source == "extension"
+
+
+def test_an_agent_that_cannot_report_ready_is_ready_when_its_prompt_shows() -> None:
+    rules = ActivityRules(1000, agent="codex")
+    assert rules.wants_ticks()  # start-up quiet may end it too
+    assert kinds(rules.handle(ScreenShown(CODEX_PROMPT, 1500))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.source) == (ActivityPhase.WAITING, "terminal")
+
+
+def test_start_up_quiet_is_ready_only_once_something_was_drawn() -> None:
+    """OpenCode is quiet for seconds before its first frame, reading no keys."""
+    rules = ActivityRules(1000, agent="opencode")
+    assert rules.handle(Tick(5000, quiet_ms=4000, output_seen=True)) == []
+    rules.handle(ScreenShown(["a dialog of its own"], 5100))
+    assert rules.handle(Tick(5200, quiet_ms=500, output_seen=True)) == []
+    assert kinds(rules.handle(Tick(6200, quiet_ms=1500, output_seen=True))) == ["Changed"]
+    assert rules.activity.phase is ActivityPhase.WAITING
+    assert not rules.wants_ticks()
+
+
+def test_a_turn_shows_from_the_busy_line_and_a_guess_ends_unconfirmed() -> None:
+    rules = ActivityRules(1000, agent="codex")
+    rules.handle(ScreenShown(CODEX_PROMPT, 1100))  # Ready: that screen showed no line
+    assert kinds(rules.handle(ScreenShown(CODEX_BUSY, 2000))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.source) == (ActivityPhase.WORKING, "terminal")
+    assert rules.handle(ScreenShown(CODEX_PROMPT, 2100)) == []  # gone: not at once
+    assert rules.wants_ticks()
+    gone_for = int(UNCONFIRMED_SECONDS * 1000)
+    assert rules.handle(Tick(2100 + gone_for - 1, 0, True)) == []
+    assert kinds(rules.handle(Tick(2100 + gone_for, 0, True))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.since) == (ActivityPhase.WAITING, 2100)
+
+
+def test_the_extension_confirms_a_guessed_turn() -> None:
+    rules = ActivityRules(1000, agent="codex")
+    rules.handle(ScreenShown(CODEX_PROMPT, 1100))
+    rules.handle(ScreenShown(CODEX_BUSY, 2000))
+    confirmed = rules.handle(frame(type="activity", phase="working", at=2400, agent="codex"))
+    assert kinds(confirmed) == ["Changed"]
+    assert (rules.activity.since, rules.activity.source) == (2000, "extension")
+
+
+@pytest.mark.parametrize(
+    ("payload", "withdraws", "drops"),
+    [
+        ({"type": "interaction_cleared", "at": 5, "id": "req-1"}, ("interaction", "req-1"), False),
+        ({"type": "interaction_cleared", "at": 5}, "main", True),
+        ({"type": "interaction_cleared", "at": 5, "reason": TOOL_RESULTS}, "main", False),
+        ({"type": "subagent_stopped", "at": 5, "agent_id": "a1"}, ("subagent", "a1"), False),
+        ({"type": "activity", "phase": "stopped", "at": 5}, "all", True),
+        ({"type": "activity", "phase": "waiting", "at": 5}, "main", False),
+        ({"type": "activity", "phase": "failed", "at": 5}, "main", False),
+        ({"type": "activity", "phase": "working", "at": 5}, None, False),
+    ],
+)
+def test_what_each_frame_ends(payload: dict[str, Any], withdraws: Any, drops: bool) -> None:
+    assert frame_ends(FRAME_PAYLOAD.validate_python(payload)) == (withdraws, drops)
+    rules = ActivityRules(1)
+    effects = rules.handle(FrameApplied(FRAME_PAYLOAD.validate_python(payload)))
+    assert (Withdraw(5, withdraws) in effects) == (withdraws is not None)
+    assert (DropQueuedMessage() in effects) == drops
+
+
+def test_a_message_queued_in_a_turn_shown_from_the_busy_line_stays() -> None:
+    """Its hook's prompt, when it comes, is that turn's, not a new one."""
+    rules = ActivityRules(1000, agent="codex")
+    rules.handle(ScreenShown(CODEX_PROMPT, 1100))
+    rules.handle(ScreenShown(CODEX_BUSY, 2000))
+    rules.handle(MessageQueued(2100))
+    assert DropQueuedMessage() not in rules.handle(frame(type="interaction_cleared", at=2300))
+    rules.handle(frame(type="activity", phase="waiting", at=3000))
+    assert DropQueuedMessage() in rules.handle(frame(type="interaction_cleared", at=4000))
+
+
+def test_a_key_interrupts_a_turn_and_the_exit_is_final() -> None:
+    rules = ActivityRules(1000, agent="claude-code")
+    rules.handle(frame(type="activity", phase="working", at=2000))
+    assert rules.handle(KeyTyped(b"x", 2500)) == []
+    assert kinds(rules.handle(KeyTyped(b"\x1b", 3000))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.reason) == (ActivityPhase.WAITING, "interrupted")
+    assert kinds(rules.handle(ProgramExited(0, None, False, 4000))) == [
+        "Changed",
+        "DropQueuedMessage",
+    ]
+    assert kinds(rules.handle(frame(type="activity", phase="working", at=5000))) == ["Stale"]
+
+
+def test_a_conversation_id_not_of_the_agents_kind_is_refused_not_the_frame() -> None:
+    rules = ActivityRules(1000, agent="claude-code")
+    effects = rules.handle(
+        frame(type="activity", phase="working", at=2000, native_session_id="--yolo")
+    )
+    assert kinds(effects) == ["IdRefused", "Changed"]
+    assert rules.activity.native_session_id is None
+    rules.handle(frame(type="activity", phase="waiting", at=3000, native_session_id=UUID))
+    assert rules.activity.native_session_id == UUID
+
+
+def test_the_readme_shows_what_each_frame_ends_as_the_code_does() -> None:
+    """The table in `frame_ends`'s docstring, pinned by the test above, is the README's."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    doc = frame_ends.__doc__ or ""
+    rows = [line.strip() for line in doc.splitlines() if line.strip().startswith("``")]
+    table = readme.split("What a frame ends is a", 1)[1].split("**Signals", 1)[0]
+    for row in rows:
+        frame_kind, _, rest = row.partition("  ")
+        cells = [cell for cell in re.split(r"\s{2,}", rest.strip()) if cell]
+        name = frame_kind.replace("``", "`")
+        assert any(
+            line.startswith(f"| {name}") and all(cell.split(" (")[0] in line for cell in cells)
+            for line in table.splitlines()
+        ), row

@@ -16,10 +16,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ptyvisor.activity import Activity, ActivityPhase
-from ptyvisor.busy_line import UNCONFIRMED_SECONDS
+from ptyvisor.activity import STARTUP_QUIET_MS, UNCONFIRMED_SECONDS, Activity, ActivityPhase
 from ptyvisor.client import Client
-from ptyvisor.session import STARTUP_QUIET_SECONDS
 
 from .conftest import screen_showing
 
@@ -81,7 +79,7 @@ async def test_opencode_is_not_ready_before_it_draws(client: Client, tmp_path: P
     session = await client.spawn([], agent="opencode", env=env)
     await client.attach(session.id, answers_queries=False)
     # Longer than the quiet rule's bound: a blank screen is no prompt.
-    await anyio.sleep(STARTUP_QUIET_SECONDS + 0.5)
+    await anyio.sleep(STARTUP_QUIET_MS / 1000 + 0.5)
     assert (await activity(client, session.id)).phase is ActivityPhase.STARTING
     told = time.time()
     await client.send_input("\n")

@@ -49,16 +49,20 @@ Rules (each one pinned by a test):
 
 from __future__ import annotations
 
+import re
 import signal as signals
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ptyvisor.agents import BUSY_SCREEN, READY_SCREEN, REPORTS_STARTUP
 from ptyvisor.failures import failure_reason
 from ptyvisor.interaction import Interaction
+from ptyvisor.untrusted import native_id_problem
 
 if TYPE_CHECKING:  # the terminal (and pyte) is the server's, not every client's
     from ptyvisor.terminal import TerminalSignal
@@ -331,7 +335,7 @@ class ActivityTracker:
         """The agent's TUI drew its busy line while ``waiting`` (``began``: a turn has
         begun, and its extension will report it late), or stopped drawing it before
         the extension confirmed that turn: ``working``, or back to ``waiting``
-        (source ``terminal``; see busy_line.py)."""
+        (source ``terminal``; see `BusyLine`)."""
         current = self._activity
         if self._final or self._pending is not None:
             return False
@@ -501,3 +505,404 @@ def _signal_name(number: int) -> str:
         return signals.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+# ---------------------------------------------------------------------- the busy line
+
+UNCONFIRMED_SECONDS = 5.0
+"""How long a guessed turn outlives its busy line while the extension says nothing:
+longer than a hook takes to start on a busy machine."""
+
+
+class BusyLine:
+    """Watches one session's screen for its agent's busy line (`agents.BUSY_SCREEN`).
+
+    An agent's own busy line on its screen: the earliest sign that a turn has begun.
+
+    Some extensions report a turn late. Codex 0.171 runs no hook before it has started
+    its thread, 0.4-0.7 s after Enter. Qwen Code's UserPromptSubmit comes about 0.3 s
+    after Enter. Both TUIs draw their busy line within about 0.1 s: Codex's
+    "• Working (0s • esc to interrupt)" and Qwen's "⠋ … (0s · esc to cancel)"
+    (`agents.BUSY_SCREEN`). The session shows ``working`` from that line (source
+    ``terminal``), and the extension confirms it when its report comes.
+
+    The rules keep a wrong guess short and never let one stick:
+    - The line counts only while the session is ``waiting``, and only once a screen in
+      that same ``waiting`` has shown it absent. So the line of the turn that just
+      ended, still drawn when the Stop hook reports, never starts a turn. (The screen
+      that made the session Ready at start-up counts.)
+    - The extension's next report confirms the turn or overrides it. Its ``working``
+      replaces the inferred one; the phase and ``since`` stay, the source changes.
+    - Until then, the line staying away for `UNCONFIRMED_SECONDS` ends the guess, back
+      to ``waiting``. A busy line that was no turn (a local command, a dialog of the
+      agent's own) cannot leave the session ``working``. Not at once: a turn the
+      provider fails in a moment removes the line before a hook on a busy machine
+      reports the turn, and the session would show ``working``, ``waiting``,
+      ``working``, ``failed``.
+
+    The screen is looked at only while the session is ``waiting`` or the guess is open:
+    the renderer hands over the visible rows after a batch, in the worker thread that
+    rendered it (`renderer.Renderer`), so the PTY read path never waits for it.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self._pattern = re.compile(pattern)
+        self._waiting: Activity | None = None
+        """The ``waiting`` activity the screens below were seen in."""
+        self._seen_absent = False
+        """A screen in that ``waiting`` has shown no busy line (since the last one)."""
+        self.shown = False
+        """Whether the line showed on the last screen looked at."""
+
+    def watching(self, activity: Activity) -> bool:
+        """Whether the screen is worth looking at now."""
+        return activity.phase is ActivityPhase.WAITING or self.guessed(activity)
+
+    @staticmethod
+    def guessed(activity: Activity) -> bool:
+        """Whether ``activity`` is a turn inferred from the line and not yet confirmed
+        (an agent session's extension wins over every other inference, so a
+        ``working`` from the terminal can only be this one)."""
+        return activity.phase is ActivityPhase.WORKING and activity.source == "terminal"
+
+    def look(self, text: str, activity: Activity) -> bool | None:
+        """The visible rows joined by newlines: True when a turn has begun, False
+        when a guessed turn's line has gone (see `UNCONFIRMED_SECONDS`), None when
+        nothing follows from them."""
+        shown = self.shown = self._pattern.search(text) is not None
+        if activity.phase is ActivityPhase.WAITING:
+            if activity is not self._waiting:
+                self._waiting, self._seen_absent = activity, False
+            if not shown:
+                self._seen_absent = True
+                return None
+            began, self._seen_absent = self._seen_absent, False
+            return True if began else None
+        if self.guessed(activity) and not shown:
+            return False
+        return None
+
+
+# ---------------------------------------------------------------------- the rules
+
+TOOL_RESULTS = "tool_results"
+"""The reason of an id-less ``interaction_cleared`` sent as tool results go back to the
+model (Qwen Code): what the main thread asked is over, but no new prompt came, so a
+queued message stays."""
+STARTUP_QUIET_MS = 1000
+"""An agent that cannot report Ready, and whose input prompt does not show (a dialog of
+its own), is called Ready after this much start-up quiet."""
+INTERRUPTS = (b"\x1b", b"\x03")
+"""Esc on its own, or Ctrl-C anywhere in what was typed: no agent reports the end of
+a turn they interrupt, so the keystroke itself ends it."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrameApplied:
+    """An authentic frame's payload (its ``at`` no later than now)."""
+
+    payload: FramePayload
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenShown:
+    """The headless terminal's visible rows, while `ActivityRules.watches_screen`."""
+
+    rows: Sequence[str]
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Time passes, while `ActivityRules.wants_ticks`: ``quiet_ms`` since the program
+    last wrote, ``output_seen`` whether it ever did."""
+
+    at: int
+    quiet_ms: int
+    output_seen: bool
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTyped:
+    data: bytes
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class SignalsSeen:
+    """Terminal signals the program's output carried (oldest first)."""
+
+    signals: Sequence[TerminalSignal]
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramExited:
+    exit_code: int | None
+    signal: int | None
+    killed: bool
+    """A client asked for it (kill, close)."""
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageQueued:
+    """A client queued a message for the agent's next Stop."""
+
+    at: int
+
+
+Event = FrameApplied | ScreenShown | Tick | KeyTyped | SignalsSeen | ProgramExited | MessageQueued
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """What clients see of the activity (or its pending interaction) changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class DropQueuedMessage:
+    """The queued message is over: a new prompt was submitted, or the session ended."""
+
+
+Which = Literal["all", "main"] | tuple[Literal["interaction", "subagent"], str]
+"""Held requests to withdraw: every one, the main thread's, one interaction's (by its
+id), one subagent's (by its id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Withdraw:
+    """Held requests created at or before ``before`` that a frame ends (control.py)."""
+
+    before: int
+    which: Which
+
+
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """The frame was older than the last one applied: it changed nothing here."""
+
+
+@dataclass(frozen=True, slots=True)
+class IdRefused:
+    """The frame's conversation id is not its agent's kind (a resume would put it into
+    argv): the activity stands, the id is dropped."""
+
+
+Effect = Changed | DropQueuedMessage | Withdraw | Stale | IdRefused
+
+
+def frame_ends(payload: FramePayload) -> tuple[Which | None, bool]:
+    """What an applied frame ends, as a table: the held requests it withdraws, and
+    whether it ends the turn a queued message waited for.
+
+    ===================================  ====================  =====================
+    frame                                withdraws             drops queued message
+    ===================================  ====================  =====================
+    ``interaction_cleared`` with an id   that interaction's    no
+    ``interaction_cleared`` (a prompt)   the main thread's     yes (not tool results)
+    ``subagent_stopped``                 that subagent's       no
+    ``activity`` ``stopped``             all                   yes
+    ``activity`` ``waiting``/``failed``  the main thread's     no
+    anything else                        none                  no
+    ===================================  ====================  =====================
+    """
+    match payload:
+        case InteractionCleared(id=None, reason=reason):
+            return "main", reason != TOOL_RESULTS
+        case InteractionCleared(id=ident) if ident is not None:
+            return ("interaction", ident), False
+        case SubagentStopped(agent_id=agent_id):
+            return ("subagent", agent_id), False
+        case ActivityReport(phase="stopped"):
+            return "all", True
+        case ActivityReport(phase=phase) if ActivityPhase(phase) in TURN_ENDS:
+            return "main", False
+    return None, False
+
+
+class ActivityRules:
+    """Every rule of a session's activity in one place: fed events, it returns the
+    effects the session carries out (publish a change, drop the queued message,
+    withdraw held requests, count a frame). I/O-free: tests drive it with events.
+
+    Beside the `ActivityTracker` (frames, signals, keys, the exit), it holds the rules
+    that need the agent's launch profile (agents.py): start-up Ready held until the
+    input prompt shows (`READY_SCREEN`) or the output goes quiet, the turn shown from
+    the busy line (`BUSY_SCREEN`, `BusyLine`), conversation ids checked against the
+    agent's kind, and which frames end held requests and the queued message.
+    """
+
+    def __init__(self, now_ms: int, *, agent: str | None = None) -> None:
+        self.agent = agent
+        self.tracker = ActivityTracker(now_ms, agent=agent)
+        name = agent or ""
+        pattern = READY_SCREEN.get(name)
+        self._ready_screen = re.compile(pattern) if pattern else None
+        """The agent's input prompt on screen, watched for while ``starting``."""
+        self._reports_startup = REPORTS_STARTUP.get(name, True)
+        self._quiet_rule = agent is not None and (
+            not self._reports_startup or self._ready_screen is not None
+        )
+        """Whether start-up quiet may make it Ready (see `_tick`)."""
+        busy = BUSY_SCREEN.get(name)
+        self._busy_line = BusyLine(busy) if busy else None
+        self._busy_gone_at: int | None = None
+        """When the line of a turn guessed from it went (`UNCONFIRMED_SECONDS` later,
+        the guess ends unless the extension confirmed it)."""
+        self._drawn = False
+        """The start-up has drawn some text: from then on quiet may mean Ready."""
+        self._prompt_seen = False
+        self._startup_report: ActivityReport | None = None
+        """The extension's start-up Ready, held until the prompt shows (`_holds_ready`)."""
+        self._queued_at = 0
+
+    @property
+    def activity(self) -> Activity:
+        return self.tracker.activity
+
+    def handle(self, event: Event) -> list[Effect]:
+        """Apply ``event``; what the session must do about it."""
+        match event:
+            case FrameApplied(payload=payload):
+                return self._frame(payload)
+            case ScreenShown(rows=rows, at=at):
+                return self._screen(rows, at)
+            case Tick():
+                return self._tick(event)
+            case KeyTyped(data=data, at=at):
+                interrupt = self.agent is not None and (
+                    data == INTERRUPTS[0] or INTERRUPTS[1] in data
+                )
+                # An interrupt ends an agent's turn; any key answers a notification.
+                changed = interrupt and self.tracker.interrupted(at)
+                return _changed(changed or self.tracker.attended(at))
+            case SignalsSeen(signals=seen, at=at):
+                return _changed(self.tracker.terminal_signals(seen, at))
+            case ProgramExited(exit_code=code, signal=signal, killed=killed, at=at):
+                exited = self.tracker.process_exited(
+                    exit_code=code, signal=signal, now_ms=at, killed=killed
+                )
+                return [*_changed(exited), DropQueuedMessage()]
+            case MessageQueued(at=at):
+                self._queued_at = at
+                return []
+
+    def watches_screen(self) -> bool:
+        """Whether the renderer should hand over the screen (`ScreenShown`) now."""
+        if self.activity.phase is ActivityPhase.STARTING:
+            return self._ready_screen is not None
+        return self._busy_line is not None and self._busy_line.watching(self.activity)
+
+    def wants_ticks(self) -> bool:
+        """Whether time matters now (`Tick`): a start-up that may end in quiet, or a
+        guessed turn whose line has gone."""
+        starting = self.activity.phase is ActivityPhase.STARTING
+        return (starting and self._quiet_rule) or self._busy_gone_at is not None
+
+    # ------------------------------------------------------------------ frames
+
+    def _frame(self, payload: FramePayload) -> list[Effect]:
+        effects: list[Effect] = []
+        native = payload.native_session_id if isinstance(payload, ActivityReport) else None
+        if native is not None and native_id_problem(self.agent, native) is not None:
+            effects.append(IdRefused())
+            payload = payload.model_copy(update={"native_session_id": None})
+        if self._holds_ready(payload):
+            return effects
+        withdraws, ends_turn = frame_ends(payload)
+        if self.tracker.stale(payload):
+            effects.append(Stale())
+        else:
+            if self.tracker.apply(payload):
+                effects.append(Changed())
+            if ends_turn and not self._queued_in_this_turn(payload):
+                effects.append(DropQueuedMessage())
+        # Held requests are withdrawn by stale frames too: a late PostToolUse still
+        # means that tool call is over.
+        if withdraws is not None:
+            effects.append(Withdraw(payload.at, withdraws))
+        return effects
+
+    def _queued_in_this_turn(self, payload: FramePayload) -> bool:
+        """Whether a prompt's ``interaction_cleared`` is that of a turn shown from the
+        agent's busy line that its hook has only now reported: the message was queued
+        during this turn, and stays."""
+        activity = self.activity
+        return (
+            isinstance(payload, InteractionCleared)
+            and BusyLine.guessed(activity)
+            and activity.since <= self._queued_at
+        )
+
+    def _holds_ready(self, payload: FramePayload) -> bool:
+        """Whether ``payload`` is an extension's start-up Ready to hold back until the
+        agent's prompt shows (`READY_SCREEN`): Qwen Code reports it before it reads keys."""
+        if (
+            self._ready_screen is None
+            or self._prompt_seen
+            or not isinstance(payload, ActivityReport)
+            or payload.phase != "waiting"
+            or self.activity.phase is not ActivityPhase.STARTING
+        ):
+            return False
+        self._startup_report = payload
+        return True
+
+    # ------------------------------------------------------------------ start-up
+
+    def _become_ready(self, at: int) -> list[Effect]:
+        """The start-up is over: the extension's held Ready applied (stamped now, when
+        it became true), or for an agent that cannot report it, ``starting`` made
+        ``waiting``."""
+        if not self._reports_startup:
+            return _changed(self.tracker.started_up(at))
+        report = self._startup_report
+        if report is None or self.activity.phase is not ActivityPhase.STARTING:
+            return []
+        return _changed(self.tracker.apply(report.model_copy(update={"at": max(report.at, at)})))
+
+    def _screen(self, rows: Sequence[str], at: int) -> list[Effect]:
+        """The screen: during start-up, Ready the moment the agent's input prompt shows
+        (a drawn prompt is the best evidence of taking keys these agents give: each
+        reads keys from that first frame on); then the busy line. The screen that
+        ends the start-up is the busy line's first one."""
+        effects: list[Effect] = []
+        if self.activity.phase is ActivityPhase.STARTING and self._ready_screen is not None:
+            self._drawn = self._drawn or any(line.strip() for line in rows)
+            if self._ready_screen.search("\n".join(rows)) is not None:
+                self._prompt_seen = True
+                effects += self._become_ready(at)
+        line = self._busy_line
+        if line is not None and self.activity.phase is not ActivityPhase.STARTING:
+            began = line.look("\n".join(rows), self.activity)
+            if began is False:
+                if self._busy_gone_at is None:
+                    self._busy_gone_at = at
+            elif began and self.tracker.turn_on_screen(True, at):
+                effects.append(Changed())
+        return effects
+
+    def _tick(self, tick: Tick) -> list[Effect]:
+        effects: list[Effect] = []
+        if self.activity.phase is ActivityPhase.STARTING and self._quiet_rule:
+            # The fallback when the prompt is not seen (a dialog of the agent's own, a
+            # changed layout): once the start-up output has gone quiet, the agent waits
+            # for the user. An agent that reports Ready is so only once its report
+            # has come; with a `READY_SCREEN`, only once something was drawn
+            # (OpenCode is quiet for seconds before its first frame, reading no keys).
+            reported = not self._reports_startup or self._startup_report is not None
+            drawn = self._drawn or self._ready_screen is None
+            if reported and drawn and tick.output_seen and tick.quiet_ms >= STARTUP_QUIET_MS:
+                effects += self._become_ready(tick.at)
+        gone = self._busy_gone_at
+        if gone is not None and tick.at - gone >= UNCONFIRMED_SECONDS * 1000:
+            self._busy_gone_at = None
+            assert self._busy_line is not None
+            if not self._busy_line.shown and self.tracker.turn_on_screen(False, gone):
+                effects.append(Changed())
+        return effects
+
+
+def _changed(changed: bool) -> list[Effect]:
+    return [Changed()] if changed else []

@@ -145,7 +145,7 @@ BUSY_SCREEN: dict[str, str] = {
 }
 """An agent's busy line, drawn as a turn begins: a regex searched like
 `READY_SCREEN`, while the session is ``waiting``, for agents whose extension reports
-the turn late (see busy_line.py). Checked against Codex 0.171 (its first hook comes
+the turn late (see activity.BusyLine). Checked against Codex 0.171 (its first hook comes
 0.4-0.7 s after Enter, the line within 0.1 s) and Qwen Code 0.24.4 (0.3 s and 0.07 s).
 A translated TUI does not match, and its turn shows when the extension reports it."""
 

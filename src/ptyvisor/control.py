@@ -19,7 +19,8 @@ to its connection, until
   killed the hook): withdrawn;
 - the session's process exits or the session is closed: withdrawn, connection closed;
 - a newer request for the same interaction id arrives: the older one is withdrawn;
-- the session applies a frame that ends it (`frame_applied`): an
+- the session applies a frame that ends it (`withdraw_for`, as activity.frame_ends
+  says): an
   ``interaction_cleared`` naming its id (the tool call finished: PostToolUse), the
   session's end (``stopped``); for the main thread's requests, a prompt submitted (an
   ``interaction_cleared`` without an id) or the main turn's end (``waiting``,
@@ -73,13 +74,7 @@ import anyio.abc
 from pydantic import ValidationError
 
 from ptyvisor import jsontext
-from ptyvisor.activity import (
-    TURN_ENDS,
-    ActivityPhase,
-    ActivityReport,
-    InteractionCleared,
-    SubagentStopped,
-)
+from ptyvisor.activity import Which
 from ptyvisor.config import Settings
 from ptyvisor.descriptors import accept_forever
 from ptyvisor.errors import BadAnswer, BadControlMessage, BadJSON, Gone
@@ -271,25 +266,20 @@ class PendingRequests:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def frame_applied(self, session: str, payload: object) -> bool:
-        """A session applied an authenticated frame: withdraw the requests it ends;
-        returns whether it withdrew any.
-
-        The main turn's boundaries end the main thread's requests; a subagent's end
-        with its own stop (it may outlive the main turn: subagents run in the
-        background); the session's end and a finished tool call end any.
-        """
-        match payload:
-            case InteractionCleared(id=None, at=at):
-                return self.withdraw(session, before=at, which=_main_thread)
-            case InteractionCleared(id=ident, at=at):
-                return self.withdraw(session, before=at, which=lambda r: r.interaction.id == ident)
-            case ActivityReport(phase="stopped", at=at):
-                return self.withdraw(session, before=at)
-            case ActivityReport(phase=phase, at=at) if ActivityPhase(phase) in TURN_ENDS:
-                return self.withdraw(session, before=at, which=_main_thread)
-            case SubagentStopped(agent_id=agent_id, at=at):
-                return self.withdraw(session, before=at, which=lambda r: r.agent_id == agent_id)
+    def withdraw_for(self, session: str, before: int, which: Which) -> bool:
+        """Withdraw what a frame of ``session`` ends (activity.frame_ends says which);
+        returns whether anything was."""
+        match which:
+            case "all":
+                return self.withdraw(session, before=before)
+            case "main":
+                return self.withdraw(session, before=before, which=_main_thread)
+            case ("interaction", ident):
+                return self.withdraw(
+                    session, before=before, which=lambda r: r.interaction.id == ident
+                )
+            case ("subagent", agent_id):
+                return self.withdraw(session, before=before, which=lambda r: r.agent_id == agent_id)
         return False
 
     def withdraw(
@@ -351,6 +341,11 @@ class PendingRequests:
 
 def _main_thread(request: PendingRequest) -> bool:
     return request.agent_id is None
+
+
+def _any(request: PendingRequest) -> bool:
+    del request
+    return True
 
 
 class _Budget:

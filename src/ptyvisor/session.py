@@ -17,7 +17,6 @@ import asyncio
 import functools
 import logging
 import os
-import re
 import secrets
 import select
 import signal as signals
@@ -33,13 +32,22 @@ from pydantic import ValidationError
 from ptyvisor.activity import (
     FRAME_PAYLOAD,
     ActivityPhase,
-    ActivityReport,
-    ActivityTracker,
-    FramePayload,
-    InteractionCleared,
+    ActivityRules,
+    Changed,
+    DropQueuedMessage,
+    Event,
+    FrameApplied,
+    IdRefused,
+    KeyTyped,
+    MessageQueued,
+    ProgramExited,
+    ScreenShown,
+    SignalsSeen,
+    Stale,
+    Tick,
+    Which,
+    Withdraw,
 )
-from ptyvisor.agents import BUSY_SCREEN, READY_SCREEN, REPORTS_STARTUP
-from ptyvisor.busy_line import UNCONFIRMED_SECONDS, BusyLine
 from ptyvisor.child import Child
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.control import nonce_matches
@@ -77,7 +85,6 @@ from ptyvisor.ring import Ring
 from ptyvisor.scanner import FrameScanner, ScanResult
 from ptyvisor.sizing import SizePolicy
 from ptyvisor.terminal import HeadlessTerminal, TerminalSignal, TerminalSnapshot
-from ptyvisor.untrusted import native_id_problem
 
 log = logging.getLogger(__name__)
 
@@ -124,13 +131,8 @@ KILL_GRACE_SECONDS = 2.0
 MAX_FRAME_AHEAD_MS = 5 * 60 * 1000
 """A frame stamped further ahead of the server's clock is rejected (``future``); one
 less far ahead counts as stamped now, so no frame can hold activity still."""
-TOOL_RESULTS = "tool_results"
-"""The reason of an id-less ``interaction_cleared`` sent as tool results go back to the
-model (Qwen Code): what the main thread asked is over, but no new prompt came, so a
-queued message stays."""
-STARTUP_QUIET_SECONDS = 1.0
-"""An agent that cannot report Ready, and whose input prompt does not show (a dialog of
-its own), is called Ready after this much start-up quiet."""
+TICK_SECONDS = 0.1
+"""How often time is told to the activity rules while it matters to them."""
 
 
 def now_ms() -> int:
@@ -169,7 +171,7 @@ class Session:
         config: SessionConfig,
         on_change: Callable[[], None],
         ring: Ring | None = None,
-        on_frame: Callable[[str, FramePayload], bool] | None = None,
+        withdraw: Callable[[str, int, Which], bool] | None = None,
         holds: Callable[[str, str], bool] | None = None,
         processes: ProcessTable | None = None,
         owner: Owner | None = None,
@@ -189,7 +191,8 @@ class Session:
         self.created_at = identity.created_at
         self._nonce = identity.nonce
         self._on_change = on_change
-        self._on_frame = on_frame
+        self._withdraw = withdraw
+        """Withdraws held requests a frame ends (control.PendingRequests.withdraw)."""
         self._holds = holds
         """Whether a hook waits on the control socket for (session, interaction id)."""
         self._answerable_shown = False
@@ -204,7 +207,9 @@ class Session:
         self.size = TermSize(cols=cols, rows=rows)
         self.child = child
         self.process = ProcessState(state="running", pid=self.child.pid)
-        self.tracker = ActivityTracker(self.created_at, agent=self.agent)
+        self.rules = ActivityRules(self.created_at, agent=self.agent)
+        """Every activity rule (activity.py): fed events, it says what to do."""
+        self.tracker = self.rules.tracker
         start_seq, held = ring.contents() if ring is not None else (0, b"")
         self.log = OutputLog(config.replay_bytes, mirror=ring, start_seq=start_seq, held=held)
         self.recorder = (
@@ -226,16 +231,8 @@ class Session:
         """The activity as the last event (or the start) showed it: an event is sent
         only when some of it changes (see `_activity_changed`)."""
         self._scanner = FrameScanner()
-        pattern = READY_SCREEN.get(self.agent or "")
-        self._ready_screen = re.compile(pattern) if pattern else None
-        """The agent's input prompt on screen, watched for while ``starting``."""
-        busy = BUSY_SCREEN.get(self.agent or "")
-        self._busy_line = BusyLine(busy) if busy else None
-        """The agent's busy line, watched for while ``waiting`` (busy_line.py)."""
-        self._busy_line_gone = anyio.Event()
-        """Set when the line of a turn guessed from it has gone (`_end_unconfirmed_turns`)."""
-        self._drawn = False
-        """The start-up has drawn some text: from then on quiet may mean Ready."""
+        self._ticks_wanted = anyio.Event()
+        """Set when time starts to matter to the rules (`_tick_loop`)."""
         self.renderer = Renderer(
             self.log,
             cols=cols,
@@ -245,8 +242,8 @@ class Session:
             on_reply=self._answer_query,
             on_signals=self._terminal_signals,
             reader_busy=self._reader_busy,
-            on_screen=self._on_screen if self._ready_screen or self._busy_line else None,
-            watch_screen=self._watches_screen,
+            on_screen=self._on_screen,
+            watch_screen=self.rules.watches_screen,
         )
         self._subscribers: list[Subscriber] = []
         self._viewers: set[Subscriber] = set()
@@ -267,11 +264,6 @@ class Session:
         self.frames_rejected: dict[str, int] = {}
         self.queued_message: str | None = None
         """One message for the agent's next Stop hook (see `queue_message`)."""
-        self._queued_at = 0
-        self._startup_report: ActivityReport | None = None
-        """The extension's start-up Ready, held until the prompt shows (`_defers_ready`)."""
-        self._startup_reported = anyio.Event()
-        self._prompt_seen = False
         self._message_generation = 0
         self.closed = False
         self.finished = anyio.Event()
@@ -293,12 +285,7 @@ class Session:
                     tg.start_soon(self._renderer_resize_loop)
                     if self.recorder is not None:
                         tg.start_soon(self.recorder.run)
-                    if self.agent is not None and (
-                        not REPORTS_STARTUP.get(self.agent, True) or self._ready_screen
-                    ):
-                        tg.start_soon(self._ready_when_quiet)
-                    if self._busy_line is not None:
-                        tg.start_soon(self._end_unconfirmed_turns)
+                    tg.start_soon(self._tick_loop)
         finally:
             # Shielded: a server being stopped cancels from outside, and this is
             # exactly when every program must still be stopped and reaped — unless a
@@ -484,31 +471,15 @@ class Session:
             return
         if payload.at > now:
             payload = payload.model_copy(update={"at": now})
-        if (
-            isinstance(payload, ActivityReport)
-            and payload.native_session_id is not None
-            and native_id_problem(self.agent, payload.native_session_id) is not None
-        ):
-            # Not this agent's kind of id: a resume would put it into its argv. The
-            # activity stands; the id is refused.
-            self._count_rejection(RejectReason.NATIVE_ID.value)
-            payload = payload.model_copy(update={"native_session_id": None})
-        if self._defers_ready(payload):
-            self.frames_applied += 1
-            return
-        stale = self.tracker.stale(payload)
-        if not stale:
-            if self.tracker.apply(payload):
-                self._activity_changed()
-            match payload:
-                case InteractionCleared(id=None, reason=reason) if reason != TOOL_RESULTS:
-                    if not self._queued_in_this_turn():
-                        self.drop_message()  # a prompt was submitted: a new turn
-                case ActivityReport(phase="stopped"):
-                    self.drop_message()
-        # Held requests are withdrawn by stale frames too: a late PostToolUse still
-        # means that tool call is over.
-        withdrew = self._on_frame is not None and self._on_frame(self.id, payload)
+        stale = withdrew = False
+        for effect in self._feed(FrameApplied(payload)):
+            match effect:
+                case Stale():
+                    stale = True
+                case IdRefused():
+                    self._count_rejection(RejectReason.NATIVE_ID.value)
+                case Withdraw(before=before, which=which) if self._withdraw is not None:
+                    withdrew = self._withdraw(self.id, before, which) or withdrew
         if stale and not withdrew:
             self.frames_ignored += 1  # older than what was applied: it changed nothing
         else:
@@ -524,108 +495,36 @@ class Session:
     def _terminal_signals(self, signals: list[TerminalSignal]) -> None:
         """Signals the renderer found in the output (on the event loop, after a batch):
         inferred activity, unless an extension reports (see `ActivityTracker`)."""
-        if self.tracker.terminal_signals(signals, now_ms()):
-            self._activity_changed()
-
-    def _watches_screen(self) -> bool:
-        """Whether the renderer should hand over the screen (`_on_screen`) now."""
-        activity = self.tracker.activity
-        if activity.phase is ActivityPhase.STARTING:
-            return self._ready_screen is not None
-        return self._busy_line is not None and self._busy_line.watching(activity)
+        self._feed(SignalsSeen(signals, now_ms()))
 
     def _on_screen(self, display: list[str]) -> None:
-        """The renderer's view of the screen, while `_watches_screen`. The screen
-        that ends the start-up is the busy line's first one."""
-        if self.tracker.activity.phase is ActivityPhase.STARTING:
-            self._startup_screen(display)
-        if (
-            self._busy_line is not None
-            and self.tracker.activity.phase is not ActivityPhase.STARTING
-        ):
-            began = self._busy_line.look("\n".join(display), self.tracker.activity)
-            if began is False:
-                self._busy_line_gone.set()
-            elif began and self.tracker.turn_on_screen(True, now_ms()):
-                self._activity_changed()
+        """The renderer's view of the screen, while the rules watch it."""
+        self._feed(ScreenShown(display, now_ms()))
 
-    async def _end_unconfirmed_turns(self) -> None:
-        """A turn guessed from the busy line ends once the line has stayed away for
-        `UNCONFIRMED_SECONDS` and the extension has not confirmed the turn."""
-        line = self._busy_line
-        while line is not None:
-            await self._busy_line_gone.wait()
-            gone = now_ms()
-            await anyio.sleep(UNCONFIRMED_SECONDS)
-            self._busy_line_gone = anyio.Event()
-            if not line.shown and self.tracker.turn_on_screen(False, gone):
-                self._activity_changed()
+    def _feed(self, event: Event) -> list[object]:
+        """Hand ``event`` to the activity rules and carry out what they say; the
+        effects only the caller can (counting a frame) are returned as well."""
+        effects = self.rules.handle(event)
+        for effect in effects:
+            match effect:
+                case Changed():
+                    self._activity_changed()
+                case DropQueuedMessage():
+                    self.drop_message()
+        if self.rules.wants_ticks():
+            self._ticks_wanted.set()
+        return list(effects)
 
-    def _startup_screen(self, display: list[str]) -> None:
-        """The screen during start-up (`READY_SCREEN`): Ready the moment the agent's
-        input prompt shows, or for an agent that reports Ready, its report applied
-        then (held until then, `_defers_ready`).
-
-        A drawn prompt is the best evidence of taking keys these agents give: each
-        reads keys from that first frame on. The residual risk is an agent version
-        that draws its prompt before it reads keys (then a prompt typed that instant
-        could be lost) or draws it differently (then Ready falls back to the quiet
-        rule, `_ready_when_quiet`)."""
-        if self._ready_screen is None:
-            return
-        self._drawn = self._drawn or any(line.strip() for line in display)
-        if self._ready_screen.search("\n".join(display)) is None:
-            return
-        self._prompt_seen = True
-        self._become_ready()  # for a reporting agent whose report has not come: as it comes
-
-    def _become_ready(self) -> None:
-        """The start-up is over: the extension's held Ready applied, or for an agent
-        that cannot report it, ``starting`` made ``waiting``."""
-        if REPORTS_STARTUP.get(self.agent or "", True):
-            self._apply_startup_report()
-        elif self.tracker.started_up(now_ms()):
-            self._activity_changed()
-
-    async def _ready_when_quiet(self) -> None:
-        """The fallback when the prompt is not seen (a dialog of the agent's own, a
-        changed layout): once the start-up output has gone quiet, the agent waits for
-        the user. An agent that reports Ready is so only once its report has come;
-        with a `READY_SCREEN`, only once something was drawn (OpenCode is quiet for
-        seconds before its first frame, and reads no keys meanwhile)."""
-        if REPORTS_STARTUP.get(self.agent or "", True):
-            await self._startup_reported.wait()
-        while self.tracker.activity.phase is ActivityPhase.STARTING:
-            quiet = time.monotonic() - self._last_read
-            drawn = self._drawn or self._ready_screen is None
-            if self.log.end_seq > 0 and quiet >= STARTUP_QUIET_SECONDS and drawn:
-                self._become_ready()
-                return
-            await anyio.sleep(0.1)
-
-    def _defers_ready(self, payload: FramePayload) -> bool:
-        """Whether ``payload`` is an extension's start-up Ready to hold back until the
-        agent's prompt shows (`READY_SCREEN`): Qwen Code reports it before it reads keys."""
-        if (
-            self._ready_screen is None
-            or self._prompt_seen
-            or not isinstance(payload, ActivityReport)
-            or payload.phase != "waiting"
-            or self.tracker.activity.phase is not ActivityPhase.STARTING
-        ):
-            return False
-        self._startup_report = payload
-        self._startup_reported.set()
-        return True
-
-    def _apply_startup_report(self) -> None:
-        """The held start-up Ready, stamped now (when it became true), if still starting."""
-        report = self._startup_report
-        if report is None or self.tracker.activity.phase is not ActivityPhase.STARTING:
-            return
-        ready = report.model_copy(update={"at": max(report.at, now_ms())})
-        if self.tracker.apply(ready):
-            self._activity_changed()
+    async def _tick_loop(self) -> None:
+        """Tell the rules the time while it matters to them (`ActivityRules.wants_ticks`):
+        start-up quiet, a guessed turn whose busy line has gone."""
+        while True:
+            if not self.rules.wants_ticks():
+                self._ticks_wanted = anyio.Event()
+                await self._ticks_wanted.wait()
+            await anyio.sleep(TICK_SECONDS)
+            quiet = max(time.monotonic() - self._last_read, 0.0)
+            self._feed(Tick(now_ms(), int(quiet * 1000), self.log.end_seq > 0))
 
     # ------------------------------------------------------------------ exit
 
@@ -661,15 +560,8 @@ class Session:
                 exit_code=self.child.exit_code,
                 signal=self.child.signal,
             )
-        if self.tracker.process_exited(
-            exit_code=self.child.exit_code,
-            signal=self.child.signal,
-            now_ms=at,
-            killed=ended == "killed",
-        ):
-            self._activity_changed()
+        self._feed(ProgramExited(self.child.exit_code, self.child.signal, ended == "killed", at))
         self._broadcast(ProcessChanged(session=self.id, process=self.process).model_dump_json())
-        self.drop_message()
         self.exited.set()
         self._on_change()
 
@@ -712,21 +604,10 @@ class Session:
         if self.exited.is_set() or self.tracker.activity.phase is not ActivityPhase.WORKING:
             return False
         self.queued_message = text
-        self._queued_at = now_ms()
+        self._feed(MessageQueued(now_ms()))
         self._message_generation += 1
         self._on_change()
         return True
-
-    def _queued_in_this_turn(self) -> bool:
-        """Whether the message was queued during a turn shown from the agent's busy
-        line (busy_line.py) that its hook has not reported yet: the hook's prompt,
-        when it comes, is that turn's, not a new one, and the message stays."""
-        activity = self.tracker.activity
-        return (
-            self.queued_message is not None
-            and BusyLine.guessed(activity)
-            and activity.since <= self._queued_at
-        )
 
     def drop_message(self) -> None:
         """Deleted, a new prompt, or the session's end: a message taken meanwhile is
@@ -759,10 +640,7 @@ class Session:
             return False
         if len(self._input) + len(data) > INPUT_LIMIT:
             return False
-        interrupt = self.agent and (data == b"\x1b" or b"\x03" in data)
-        # An interrupt ends an agent's turn; any key answers a notification or a bell.
-        if (interrupt and self.tracker.interrupted(now_ms())) or self.tracker.attended(now_ms()):
-            self._activity_changed()
+        self._feed(KeyTyped(data, now_ms()))
         self._input += data
         self._input_ready.set()
         return True

@@ -240,7 +240,7 @@ class Supervisor:
             rows=rows,
             config=self.config,
             on_change=self.changed,
-            on_frame=self.requests.frame_applied,
+            withdraw=self.requests.withdraw_for,
             holds=self.requests.holds,
             processes=self._processes,
             owner=self.owner,
