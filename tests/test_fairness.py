@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from ptyvisor.client import Client
-from ptyvisor.session import READ_ALONE, READ_SLICE, TOGETHER_SECONDS, Readers
+from ptyvisor.session.reader import READ_ALONE, READ_SLICE, TOGETHER_SECONDS, Readers
 
 from .conftest import TOKEN, RunningServer, output_until
 

@@ -15,7 +15,7 @@ from ptyvisor.client import Client, Output
 from ptyvisor.config import ServerConfig
 from ptyvisor.protocol import SERVER_MESSAGE, Attached, SnapshotMessage
 from ptyvisor.renderer import SKIP_STEP
-from ptyvisor.session import INGEST_BYTES
+from ptyvisor.session.reader import INGEST_BYTES
 from ptyvisor.terminal import HeadlessTerminal
 
 from .conftest import TOKEN, RunningServer, output_until

@@ -345,10 +345,10 @@ async def test_a_bug_in_one_session_ends_only_that_session(
 ) -> None:
     original = Session._ingest
 
-    def ingest(self: Session, scanned: Any) -> None:
-        if self.name == "doomed" and b"boom" in scanned.output:
+    def ingest(self: Session, data: bytes) -> None:
+        if self.name == "doomed" and b"boom" in data:
             raise RuntimeError("injected session bug")
-        original(self, scanned)
+        original(self, data)
 
     monkeypatch.setattr(Session, "_ingest", ingest)
     doomed = await client.spawn(["sh", "-c", "read x; echo boom; sleep 60"], name="doomed")

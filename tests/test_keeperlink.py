@@ -85,8 +85,8 @@ async def test_malformed_and_short_messages_cost_only_themselves() -> None:
 
 RECEIVER = """
 import os, resource, socket, sys
+from ptyvisor.errors import Truncated
 from ptyvisor.wire import link as wire
-from ptyvisor.wire.link import ProgramSpec
 # The limit caps descriptor numbers: the socket goes to 3, and only 4 is left free.
 if int(sys.argv[1]) != 3:
     os.dup2(int(sys.argv[1]), 3)

@@ -252,9 +252,7 @@ class Dispatcher:
         return Ok(req_id=request.req_id)
 
     async def _kill(self, request: Kill) -> Reply:
-        session = self._session(request.session)
-        session.kill_requested = True
-        await session.terminate()
+        await self._session(request.session).kill()
         return Ok(req_id=request.req_id)
 
     async def _close(self, request: Close) -> Reply:

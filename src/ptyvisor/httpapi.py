@@ -100,10 +100,10 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
         by_state[summary.process.state] += 1
         by_phase[summary.activity.phase.value] += 1
         output += session.log.end_seq
-        applied += session.frames_applied
-        resyncs += session.resyncs
+        applied += session.core.frames.applied
+        resyncs += session.clients.resyncs
         resync_snapshots += session.renderer.shared_made
-        rejected.update(session.frames_rejected)
+        rejected.update(session.core.frames.rejected)
         if summary.pending_interaction is not None:
             pending += 1
         if summary.activity.phase.value == "needs_input":

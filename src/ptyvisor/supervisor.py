@@ -310,7 +310,7 @@ class Supervisor:
             await session.run()
         except Exception:
             log.exception("session %s failed; it is closed", session.id)
-            session.closed = True  # its owner stops what is left of it
+            session.end.change("close")  # its owner stops what is left of it
         finally:
             self._forget(session)
 

@@ -1,0 +1,131 @@
+"""A session's I/O-free parts, driven directly: the core (core.py) fed bytes, keys
+and time, and a program's end (ending.py). No PTY, no event loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptyvisor.activity import ActivityPhase, KeyTyped, ProgramExited, Which
+from ptyvisor.frames import encode_frame, new_nonce
+from ptyvisor.session import SessionCore
+from ptyvisor.session.core import MAX_FRAME_AHEAD_MS, QueueChanged
+from ptyvisor.session.ending import ENDED_BY, TRANSITIONS, End, ProgramEnd
+
+SID = "s0000abcd"
+NONCE = new_nonce()
+NOW = 1_000_000
+
+
+def report(phase: str, at: int = NOW - 10, **extra: object) -> bytes:
+    return encode_frame(SID, NONCE, {"type": "activity", "phase": phase, "at": at, **extra})
+
+
+class Withdrawals:
+    def __init__(self, answer: bool = False) -> None:
+        self.calls: list[tuple[int, Which]] = []
+        self.answer = answer
+
+    def __call__(self, before: int, which: Which) -> bool:
+        self.calls.append((before, which))
+        return self.answer
+
+
+def core(agent: str | None = None, withdraw: Withdrawals | None = None) -> SessionCore:
+    return SessionCore(SID, NONCE, agent=agent, created_at=0, withdraw=withdraw)
+
+
+def test_output_loses_its_frames_and_they_apply_whole_or_split_at_any_byte() -> None:
+    stream = b"before " + report("working", reason="on it") + b" after\r\n"
+    whole = core()
+    output, outcomes = whole.output(stream, NOW)
+    assert output == b"before  after\r\n" and outcomes
+    assert whole.tracker.activity.phase is ActivityPhase.WORKING
+    for cut in range(len(stream) + 1):
+        split = core()
+        first, _ = split.output(stream[:cut], NOW)
+        second, _ = split.output(stream[cut:], NOW)
+        rest, _ = split.end_of_output(NOW)
+        assert first + second + rest == output, cut
+        assert split.tracker.activity == whole.tracker.activity, cut
+        assert split.frames.applied == 1
+
+
+def test_frames_that_are_not_authentic_or_absurd_are_counted_not_applied() -> None:
+    c = core()
+    forged = encode_frame(SID, new_nonce(), {"type": "activity", "phase": "working", "at": 1})
+    far = report("working", at=NOW + MAX_FRAME_AHEAD_MS + 1)
+    bad = encode_frame(SID, NONCE, {"type": "activity", "phase": "dancing", "at": 1})
+    output, outcomes = c.output(forged + far + bad, NOW)
+    assert (output, outcomes) == (b"", [])
+    assert c.frames.rejected == {"nonce": 1, "future": 1, "invalid": 1}
+    assert c.tracker.activity.phase is ActivityPhase.UNAVAILABLE
+    # A frame a little ahead of the clock counts as stamped now.
+    c.output(report("working", at=NOW + 1000), NOW)
+    assert c.tracker.activity.since == NOW
+
+
+def test_what_a_frame_ends_is_withdrawn_and_counted() -> None:
+    withdrawals = Withdrawals(answer=True)
+    c = core(withdraw=withdrawals)
+    c.output(report("working", at=NOW - 5), NOW)
+    c.output(report("waiting", at=NOW - 2), NOW)
+    assert withdrawals.calls == [(NOW - 2, "main")]
+    # An older frame changes nothing, but still withdraws what it ends: applied.
+    c.output(report("waiting", at=NOW - 3), NOW)
+    assert (c.frames.applied, c.frames.ignored) == (3, 0)
+    withdrawals.answer = False
+    c.output(report("failed", at=NOW - 4), NOW)
+    assert c.frames.ignored == 1
+
+
+def test_the_queued_message_waits_for_a_working_turn_and_goes_with_the_next_prompt() -> None:
+    c = core(agent="claude-code")
+    assert not c.queue_message("then this", NOW)  # starting: no turn
+    c.output(report("working"), NOW)
+    assert c.queue_message("then this", NOW)
+    taken = c.take_message()
+    assert taken is not None and c.queued_message is None
+    assert c.put_back_message(*taken)  # not delivered: back
+    prompt = encode_frame(SID, NONCE, {"type": "interaction_cleared", "at": NOW})
+    _, outcomes = c.output(prompt, NOW)
+    assert QueueChanged() in outcomes and c.queued_message is None
+    assert not c.put_back_message(*taken)  # superseded meanwhile
+
+
+def test_keys_and_the_exit_go_to_the_rules() -> None:
+    c = core(agent="claude-code")
+    c.output(report("working"), NOW)
+    assert c.feed(KeyTyped(b"\x03", NOW + 1))
+    assert c.tracker.activity.reason == "interrupted"
+    c.queue_message("x", NOW)  # not working any more: refused
+    assert c.feed(ProgramExited(0, None, False, NOW + 2))
+    assert c.tracker.activity.phase is ActivityPhase.STOPPED
+
+
+@pytest.mark.parametrize("path", [["reaped"], ["kill", "reaped"], ["server", "reaped"]])
+def test_a_programs_end_is_named_by_how_it_came(path: list[str]) -> None:
+    end = ProgramEnd()
+    for event in path[:-1]:
+        assert not end.change(event)  # type: ignore[arg-type]
+    before = end.state
+    assert end.change("reaped") and end.reaped
+    assert (end.state, end.ended) == (End.EXITED, ENDED_BY[before])
+    with pytest.raises(LookupError, match="'reaped' in state exited"):
+        end.change("reaped")
+
+
+def test_closing_is_forgetting_whenever_it_comes() -> None:
+    before = ProgramEnd()
+    before.change("close")
+    before.change("reaped")
+    assert (before.state, before.ended, before.closing) == (End.CLOSED, "killed", True)
+    after = ProgramEnd()
+    after.change("reaped")
+    after.change("close")
+    assert (after.state, after.ended, after.closing) == (End.CLOSED, "exited", True)
+
+
+def test_every_state_names_every_event_but_a_second_end() -> None:
+    for state, events in TRANSITIONS.items():
+        final = state in (End.EXITED, End.CLOSED)
+        assert set(events) == {"kill", "close", "server"} | (set() if final else {"reaped"})
