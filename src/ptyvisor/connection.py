@@ -96,7 +96,7 @@ class Connection:
     def detach(self) -> None:
         """Leave the attached session, if any."""
         if self.session is not None:
-            self.session.detach(self)
+            self.session.clients.detach(self)
             self.session = None
 
     # ------------------------------------------------------------------ sending
@@ -117,7 +117,7 @@ class Connection:
                     return
                 if outbox.lagging:
                     if self.session is not None:
-                        await self.session.resync(self)
+                        await self.session.clients.resync(self)
                     else:
                         outbox.detached()
                 if outbox.sessions_dirty:
@@ -160,10 +160,10 @@ class Connection:
             self._error("too_large", f"input message over {MAX_TEXT_MESSAGE} bytes")
         elif self.session is None:
             self._error("not_attached", "binary input needs an attached session")
-        elif self.session.is_viewer(self):
+        elif self.session.clients.is_viewer(self):
             self._error("view_only", "attached to watch only: input is not sent")
         else:
-            self.session.typed_by(self)
+            self.session.clients.typed_by(self)
             if not self.session.write_input(data):
                 self._error("session_exited", "the program has exited or is not reading input")
 

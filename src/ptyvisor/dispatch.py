@@ -162,7 +162,7 @@ class Dispatcher:
         """The session; ``typing``: what the request would do to it, refused to a
         client attached to watch only."""
         session = self._supervisor.get(session_id)
-        if typing is not None and session.is_viewer(self._client):
+        if typing is not None and session.clients.is_viewer(self._client):
             raise RequestError("view_only", f"attached to watch only: no {typing}")
         return session
 
@@ -208,7 +208,7 @@ class Dispatcher:
             if request.cols is not None and request.rows is not None
             else None
         )
-        await session.attach(
+        await session.clients.attach(
             client,
             since=request.since,
             req_id=request.req_id,
@@ -225,14 +225,16 @@ class Dispatcher:
 
     async def _input(self, request: Input) -> Reply | None:
         session = self._session(request.session, typing="input")
-        session.typed_by(self._client)
+        session.clients.typed_by(self._client)
         if not session.write_input(request.data.encode()):
             raise RequestError("session_exited", "the program has exited or is busy")
         return None if request.req_id is None else Ok(req_id=request.req_id)
 
     async def _resize(self, request: Resize) -> Reply | None:
         session = self._session(request.session, typing="resize")
-        await session.resized_by(self._client, request.cols, request.rows, claim=request.claim)
+        await session.clients.resized_by(
+            self._client, request.cols, request.rows, claim=request.claim
+        )
         return None if request.req_id is None else Ok(req_id=request.req_id)
 
     async def _send_keys(self, request: SendKeys) -> Reply:

@@ -321,7 +321,7 @@ class Supervisor:
     def _forget(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
-        subscribers = session.detach_all()
+        subscribers = session.clients.detach_all()
         if not (session.closed or self.owner.stops_programs_on_exit):
             log.info("session %s left running for the next server", session.id)
             return
@@ -413,7 +413,7 @@ class Supervisor:
     def _requests_changed(self, session_id: str) -> None:
         session = self._sessions.get(session_id)
         if session is not None:
-            session.requests_changed()
+            session.publisher.requests_changed()
 
     def changed(self) -> None:
         """A summary changed: every watcher gets the current list once its sender runs."""

@@ -50,8 +50,6 @@ from ptyvisor.outputlog import OutputLog, join
 from ptyvisor.owner import Owner
 from ptyvisor.proctable import ProcessTable, in_session_tree
 from ptyvisor.protocol import (
-    ActivityChanged,
-    ActivityField,
     Captured,
     ProcessChanged,
     ProcessState,
@@ -63,7 +61,7 @@ from ptyvisor.protocol import (
     TerminalModesModel,
     TermSize,
 )
-from ptyvisor.recording import Recorder, asciicast, marker_label
+from ptyvisor.recording import Recorder, asciicast
 from ptyvisor.recording import Screen as RecordedScreen
 from ptyvisor.records import Records
 from ptyvisor.renderer import Renderer
@@ -71,6 +69,7 @@ from ptyvisor.ring import Ring
 from ptyvisor.session.clients import Clients, Subscriber, snapshot_of
 from ptyvisor.session.core import Outcome, QueueChanged, SessionCore
 from ptyvisor.session.ending import ProgramEnd
+from ptyvisor.session.publish import ActivityPublisher
 from ptyvisor.session.reader import Reader
 from ptyvisor.terminal import HeadlessTerminal, TerminalSignal
 
@@ -131,7 +130,6 @@ class Session:
         self.created_at = identity.created_at
         self._raw_names = raw_names(identity.argv, identity.command, identity.cwd)
         self._on_change = on_change
-        self._holds = holds
         self._processes = processes or ProcessTable()
         self._owner = owner
         self._records = records
@@ -180,10 +178,15 @@ class Session:
             watch_screen=self.core.rules.watches_screen,
         )
         self.clients = Clients(self)
-        self._answerable_shown = False
-        self._activity_shown = self._activity_view()
-        """The activity as the last event (or the start) showed it: an event is sent
-        only when some of it changes (see `_publish_activity`)."""
+        self.publisher = ActivityPublisher(
+            identity.id,
+            self.tracker,
+            self.clients,
+            on_change=on_change,
+            holds=holds,
+            records=records,
+            recorder=self.recorder,
+        )
         self._ticks_wanted = anyio.Event()
         """Set when time starts to matter to the activity rules (`_tick_loop`)."""
         self._renderer_resize_due = anyio.Event()
@@ -355,7 +358,7 @@ class Session:
         """Make known what the core changed."""
         for outcome in outcomes:
             if isinstance(outcome, Changed):
-                self._publish_activity()
+                self.publisher.changed()
             elif isinstance(outcome, QueueChanged):
                 self._on_change()
         if self.core.rules.wants_ticks():
@@ -479,7 +482,7 @@ class Session:
             application_cursor=modes.application_cursor_keys,
             bracketed_paste=modes.bracketed_paste,
         )
-        self.typed_by(client)
+        self.clients.typed_by(client)
         return self.write_input(data)
 
     async def resize(self, cols: int, rows: int) -> None:
@@ -530,46 +533,6 @@ class Session:
         self._on_change()
 
     # ------------------------------------------------------------------ clients
-
-    async def attach(
-        self,
-        subscriber: Subscriber,
-        *,
-        since: int | None,
-        req_id: str | int | None,
-        scrollback: bool = True,
-        size: TermSize | None = None,
-        view_only: bool = False,
-    ) -> None:
-        """See `Clients.attach`."""
-        await self.clients.attach(
-            subscriber,
-            since=since,
-            req_id=req_id,
-            scrollback=scrollback,
-            size=size,
-            view_only=view_only,
-        )
-
-    async def resync(self, subscriber: Subscriber) -> None:
-        await self.clients.resync(subscriber)
-
-    def detach(self, subscriber: Subscriber) -> None:
-        self.clients.detach(subscriber)
-
-    def detach_all(self) -> list[Subscriber]:
-        return self.clients.detach_all()
-
-    def is_viewer(self, client: Subscriber) -> bool:
-        return self.clients.is_viewer(client)
-
-    def typed_by(self, client: Subscriber) -> None:
-        self.clients.typed_by(client)
-
-    async def resized_by(
-        self, client: Subscriber, cols: int, rows: int, *, claim: bool = True
-    ) -> None:
-        await self.clients.resized_by(client, cols, rows, claim=claim)
 
     def changed(self) -> None:
         """The session list shows something new."""
@@ -628,19 +591,6 @@ class Session:
             )
         )
 
-    @property
-    def answerable(self) -> bool:
-        """Whether a client can answer the pending interaction: only while an agent hook
-        holds a request for it (Codex questions, for one, are answered in the terminal)."""
-        pending = self.tracker.pending
-        return pending is not None and self._holds is not None and self._holds(self.id, pending.id)
-
-    def requests_changed(self) -> None:
-        """A hook began or stopped waiting for an answer: clients learn when that changes
-        whether the pending interaction is answerable."""
-        if self.answerable != self._answerable_shown:
-            self._publish_activity()
-
     def summary(self) -> SessionSummary:
         activity = self.tracker.activity
         identity = self.identity
@@ -657,7 +607,7 @@ class Session:
             process=self.process,
             activity=activity,
             pending_interaction=self.tracker.pending,
-            answerable=self.answerable,
+            answerable=self.publisher.answerable,
             queued_message=self.core.queued_message,
             clients=len(self.clients),
             created_at=self.created_at,
@@ -676,51 +626,6 @@ class Session:
             frames_rejected=dict(frames.rejected),
             client_queues=self.clients.queues(),
         )
-
-    def _publish_activity(self) -> None:
-        """The activity changed: into the records, and to clients and the recording
-        when what they see of it changed (see protocol.ActivityChanged)."""
-        self._answerable_shown = self.answerable
-        activity = self.tracker.activity
-        if self._records is not None:
-            self._records.activity(
-                self.id,
-                phase=activity.phase.value,
-                since=activity.since,
-                reason=activity.reason,
-                native_session_id=activity.native_session_id,
-                agent=activity.agent,
-                source=activity.source,
-            )
-        shown = self._activity_view()
-        differs = [name for name, value in shown.items() if self._activity_shown[name] != value]
-        if not differs:
-            return
-        self._activity_shown = shown
-        if self.recorder is not None and {"phase", "reason"} & set(differs):
-            self.recorder.marker(marker_label(activity.phase.value, activity.reason))
-        changed = ActivityChanged(
-            session=self.id,
-            activity=activity,
-            pending_interaction=self.tracker.pending,
-            answerable=self._answerable_shown,
-            changed=differs,
-        )
-        self.clients.broadcast(changed.model_dump_json())
-        self._on_change()
-
-    def _activity_view(self) -> dict[ActivityField, object]:
-        activity = self.tracker.activity
-        return {
-            "phase": activity.phase,
-            "since": activity.since,
-            "reason": activity.reason,
-            "agent": activity.agent,
-            "native_session_id": activity.native_session_id,
-            "source": activity.source,
-            "pending_interaction": self.tracker.pending,
-            "answerable": self._answerable_shown,
-        }
 
 
 def new_session_id() -> str:
