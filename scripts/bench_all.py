@@ -53,7 +53,7 @@ The rows (sizes of the full run):
    the echo's own process, its 200 replies delayed the echo client itself: p99
    218-268 ms, of which the server's event loop never stalled over 15 ms.)
 7. The same 200 sessions idle (``sleep``) before that, on the fresh server: the CPU
-   time (utime + stime in /proc/<pid>/stat) of the server, the ``ptyvisor.worker``
+   time (utime + stime in /proc/<pid>/stat) of the server, the ``ptyvisor.server.worker``
    child of the keeper that ``serve`` is, over 60 s as % of one core, beside the same
    with no session (and the keeper's); RSS and file descriptors each session adds to
    the server and the keeper.
@@ -101,11 +101,11 @@ from websockets.exceptions import ConnectionClosed
 from bench_hardening import CloseAll, Echo
 from bench_keeper import rss_kib, server_pid
 from bench_throughput import FellBehind, make_input, ptyvisor_round, raw_rate
-from ptyvisor.client import Client
-from ptyvisor.protocol import SessionSummary
+from ptyvisor.client.client import Client
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.terminal.parser import _SEQUENCE, _TEXT
 from ptyvisor.terminal.signals import CONTROLS
+from ptyvisor.wire.protocol import SessionSummary
 from serving import serving
 
 TOKEN = "bench-" + "a" * 24
@@ -310,13 +310,13 @@ async def cpu_percent(pids: Sequence[int], seconds: float) -> list[float]:
 
 
 async def find_worker(keeper: int) -> int:
-    """The server process: the keeper's ``ptyvisor.worker`` child."""
+    """The server process: the keeper's ``ptyvisor.server.worker`` child."""
     for _ in range(300):
         pid = server_pid(keeper)
         if pid is not None:
             return pid
         await anyio.sleep(0.1)
-    raise SystemExit(f"the keeper ({keeper}) started no ptyvisor.worker")
+    raise SystemExit(f"the keeper ({keeper}) started no ptyvisor.server.worker")
 
 
 # --------------------------------------------------------------------------- connections

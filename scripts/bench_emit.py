@@ -2,7 +2,7 @@
 
 Runs the installed console script N times writing a real frame to a real PTY
 slave, N times outside a session (the no-op path), and the hook entry point
-(``python -m ptyvisor.hooks claude-code``) on a PreToolUse and a PermissionRequest
+(``python -m ptyvisor.agents.hooks claude-code``) on a PreToolUse and a PermissionRequest
 payload, and prints percentiles beside a bare interpreter start. The
 PermissionRequest runs twice: with no control socket (the server is down: the hook
 must fail open at once) and with a socket that refuses connections.
@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from ptyvisor.frames import new_nonce
+from ptyvisor.wire.frames import new_nonce
 
 EMIT = str(Path(sys.executable).parent / "ptyvisor")
 
@@ -83,7 +83,7 @@ def main() -> None:
     assert received[0] > 0, "emit wrote no frames"
     report("emit inside a session", written)
     report("emit outside (no-op)", timed(base, runs))
-    hook = [sys.executable, "-m", "ptyvisor.hooks", "claude-code"]
+    hook = [sys.executable, "-m", "ptyvisor.agents.hooks", "claude-code"]
     pre_tool = {
         "session_id": "bench",
         "hook_event_name": "PreToolUse",

@@ -37,7 +37,7 @@ from pathlib import Path
 import anyio
 from websockets.asyncio.client import connect
 
-from ptyvisor.client import Client, Output
+from ptyvisor.client.client import Client, Output
 from serving import server_process, serving
 
 TOKEN = "bench-" + "t" * 24

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import anyio
 
-from ptyvisor.client import Client, Output
+from ptyvisor.client.client import Client, Output
 from serving import serving
 
 TOKEN = "bench-" + "k" * 24
@@ -56,7 +56,7 @@ def rss_kib(pid: int) -> int:
 def server_pid(keeper: int) -> int | None:
     for task in os.listdir(f"/proc/{keeper}/task"):
         for child in Path(f"/proc/{keeper}/task/{task}/children").read_text().split():
-            if b"ptyvisor.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"ptyvisor.server.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
                 return int(child)
     return None
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import anyio
 import ptyprocess
 
-from ptyvisor.client import Client, Output
-from ptyvisor.protocol import SnapshotMessage
+from ptyvisor.client.client import Client, Output
+from ptyvisor.wire.protocol import SnapshotMessage
 
 TOKEN = "bench-" + "t" * 24
 CLIENT_BUFFER = 16 * 1024 * 1024

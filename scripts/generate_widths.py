@@ -1,4 +1,4 @@
-"""Regenerate ``src/ptyvisor/width_table.py`` from the page's vendored width addon.
+"""Regenerate ``src/ptyvisor/terminal/width_table.py`` from the page's vendored width addon.
 
 The page draws with xterm.js's Unicode 11 width addon; the headless terminal must
 give every character the same number of cells, or a snapshot drawn into the page
@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ADDON = ROOT / "src" / "ptyvisor" / "web" / "static" / "vendor" / "addon-unicode11.mjs"
-TABLE = ROOT / "src" / "ptyvisor" / "width_table.py"
+TABLE = ROOT / "src" / "ptyvisor" / "terminal" / "width_table.py"
 
 _DUMP = """
 const addon = await import(process.argv[1]);

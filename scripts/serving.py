@@ -34,10 +34,10 @@ def serving(token: str) -> Iterator[tuple[str, int]]:
 
 
 def server_process(keeper: int) -> int:
-    """The pid of the keeper's server process (``ptyvisor.worker``), where sessions,
+    """The pid of the keeper's server process (``ptyvisor.server.worker``), where sessions,
     clients and their memory live; the keeper itself stays small."""
     for task in os.listdir(f"/proc/{keeper}/task"):
         for child in Path(f"/proc/{keeper}/task/{task}/children").read_text().split():
-            if b"ptyvisor.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"ptyvisor.server.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
                 return int(child)
     raise LookupError("no server process")

@@ -21,11 +21,11 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from ptyvisor.client import Client, Event, Output
+from ptyvisor.client.client import Client, Event, Output
 from ptyvisor.config import ServerConfig
-from ptyvisor.protocol import Snapshot
-from ptyvisor.server import run_server
+from ptyvisor.server.serving import run_server
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.wire.protocol import Snapshot
 
 TOKEN = "test-token-" + "x" * 20
 PTYVISOR_BIN = str(Path(sys.executable).parent / "ptyvisor")

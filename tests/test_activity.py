@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ptyvisor.activity import (
+from ptyvisor.agents.activity import (
     FRAME_PAYLOAD,
     TOOL_RESULTS,
     UNCONFIRMED_SECONDS,

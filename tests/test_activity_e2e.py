@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from ptyvisor.activity import ActivityPhase
-from ptyvisor.client import Client, Output
-from ptyvisor.protocol import ActivityChanged, ProcessChanged
+from ptyvisor.agents.activity import ActivityPhase
+from ptyvisor.client.client import Client, Output
+from ptyvisor.wire.protocol import ActivityChanged, ProcessChanged
 
 from .conftest import PTYVISOR_BIN, RunningServer, child_env, output_of, until
 

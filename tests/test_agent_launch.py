@@ -9,7 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ptyvisor.agents import (
+from ptyvisor.agents.launch import (
     CLAUDE_EVENTS,
     CODEX_EVENTS,
     DECISION_TIMEOUT_SECONDS,
@@ -27,7 +27,12 @@ def test_claude_gets_inline_settings_with_our_hooks(tmp_path: Path) -> None:
     settings = json.loads(started.argv[2])
     assert set(settings["hooks"]) == set(CLAUDE_EVENTS)
     (entry,) = settings["hooks"]["PermissionRequest"][0]["hooks"]
-    assert shlex.split(entry["command"]) == [sys.executable, "-m", "ptyvisor.hooks", "claude-code"]
+    assert shlex.split(entry["command"]) == [
+        sys.executable,
+        "-m",
+        "ptyvisor.agents.hooks",
+        "claude-code",
+    ]
     assert started.env == {}, "nothing in the user's own configuration is touched"
 
 
@@ -41,7 +46,7 @@ def test_codex_overrides_are_valid_toml(tmp_path: Path) -> None:
         parsed = tomllib.loads(f"value = {value}")["value"]
         command = parsed[0]["hooks"][0]["command"]
         assert key.startswith("hooks.")
-        assert shlex.split(command) == [sys.executable, "-m", "ptyvisor.hooks", "codex"]
+        assert shlex.split(command) == [sys.executable, "-m", "ptyvisor.agents.hooks", "codex"]
 
 
 def test_codex_flags_the_user_gave_are_not_repeated(tmp_path: Path) -> None:
@@ -88,7 +93,12 @@ def test_gemini_gets_a_session_home_beside_the_users_own(tmp_path: Path) -> None
     first, ours_entry = merged["hooks"]["AfterAgent"]
     assert first == user_hook
     (hook,) = ours_entry["hooks"]
-    assert shlex.split(hook["command"]) == [sys.executable, "-m", "ptyvisor.hooks", "gemini-cli"]
+    assert shlex.split(hook["command"]) == [
+        sys.executable,
+        "-m",
+        "ptyvisor.agents.hooks",
+        "gemini-cli",
+    ]
     assert hook["name"] == "ptyvisor" and hook["timeout"] == 10_000  # milliseconds
     assert (theirs / "settings.json").read_text() == raw, "the user's file is untouched"
     assert (ours.parent / ".agents").readlink() == tmp_path / "home" / ".agents"
@@ -131,7 +141,12 @@ def test_qwen_code_gets_a_session_copy_of_the_system_defaults(tmp_path: Path) ->
     defaults = json.loads(Path(started.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"]).read_text())
     assert set(defaults["hooks"]) == set(CLAUDE_EVENTS)
     (entry,) = defaults["hooks"]["PermissionRequest"][0]["hooks"]
-    assert shlex.split(entry["command"]) == [sys.executable, "-m", "ptyvisor.hooks", "qwen-code"]
+    assert shlex.split(entry["command"]) == [
+        sys.executable,
+        "-m",
+        "ptyvisor.agents.hooks",
+        "qwen-code",
+    ]
     # Qwen reads a command hook timeout of 1000 or more as milliseconds.
     assert entry["timeout"] == DECISION_TIMEOUT_SECONDS * 1000
     (stop,) = defaults["hooks"]["Stop"][0]["hooks"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.altscreen import HOLD_LIMIT, SOFT_RESET, AltScreenGuard, ScreenSwitch
+from ptyvisor.cli.altscreen import HOLD_LIMIT, SOFT_RESET, AltScreenGuard, ScreenSwitch
 from ptyvisor.terminal import HeadlessTerminal
 
 

@@ -30,9 +30,9 @@ import pytest
 
 from ptyvisor.cli.grammar import build_parser
 from ptyvisor.cli.tty_attach import parse_key
-from ptyvisor.client import Client
-from ptyvisor.protocol import Captured, SessionSummary
+from ptyvisor.client.client import Client
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.wire.protocol import Captured, SessionSummary
 
 from .conftest import ECHO_READS, start_serve, wait_for
 from .test_control import ASK, BASH, WRAPPER

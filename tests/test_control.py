@@ -20,24 +20,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.agents import (
+from ptyvisor.agents.hooks.claude_code import native_answer
+from ptyvisor.agents.hooks.normalise import request_digest
+from ptyvisor.agents.interaction import Interaction, Option, Question
+from ptyvisor.agents.launch import (
     CODEX_DECISION_TIMEOUT_SECONDS,
     DECISION_TIMEOUT_SECONDS,
     HOOK_TIMEOUT_SECONDS,
     claude_settings,
     codex_overrides,
 )
-from ptyvisor.client import Client, Event
+from ptyvisor.client.client import Client, Event
 from ptyvisor.config import Settings, load_settings, save_settings
-from ptyvisor.control import check_answer
 from ptyvisor.errors import BadAnswer, BadControlMessage, ServerError
-from ptyvisor.frames import new_nonce
-from ptyvisor.hooks.claude_code import native_answer
-from ptyvisor.hooks.normalise import request_digest
-from ptyvisor.interaction import Interaction, Option, Question
-from ptyvisor.protocol import ActivityChanged, Sessions, SessionSummary
+from ptyvisor.server.control import check_answer
 from ptyvisor.wire import control as wire
 from ptyvisor.wire.control import MAX_LINE, Decision
+from ptyvisor.wire.frames import new_nonce
+from ptyvisor.wire.protocol import ActivityChanged, Sessions, SessionSummary
 
 from .conftest import TOKEN, RunningServer, control_refuses, output_until, poll, until
 
@@ -83,7 +83,7 @@ import json, os, subprocess, sys, time
 start = time.monotonic()
 with open("payload.json", "rb") as payload:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ptyvisor.hooks", sys.argv[1]],
+        [sys.executable, "-m", "ptyvisor.agents.hooks", sys.argv[1]],
         stdin=payload, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 with open("hook.pid.tmp", "w") as f:
@@ -302,12 +302,12 @@ class FrameRun(HookRun):
     async def hook(self, event: dict[str, Any]) -> None:
         """Run the Claude hook in the session for ``event``; returns once it was applied."""
         (self.dir / "event.json").write_text(json.dumps(event))
-        await self._run(f"{sys.executable} -m ptyvisor.hooks claude-code < event.json\n")
+        await self._run(f"{sys.executable} -m ptyvisor.agents.hooks claude-code < event.json\n")
 
     async def frame(self, payload: dict[str, Any]) -> None:
         """Write one frame (exactly ``payload``) from the session; returns once applied."""
         (self.dir / "frame.json").write_text(json.dumps(payload))
-        code = "import json; from ptyvisor.emit import write_frame as w; "
+        code = "import json; from ptyvisor.agents.emit import write_frame as w; "
         code += "w(json.load(open('frame.json')))"
         await self._run(f'{sys.executable} -c "{code}"\n')
 
@@ -499,7 +499,7 @@ def test_hook_fails_open_fast_when_the_server_is_down(tmp_path: Path) -> None:
         }
         started = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-m", "ptyvisor.hooks", "claude-code"],
+            [sys.executable, "-m", "ptyvisor.agents.hooks", "claude-code"],
             input=json.dumps(BASH).encode(),
             env=env,
             capture_output=True,

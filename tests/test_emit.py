@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.emit import MAX_REASON_CHARS, PHASES, write_frame
-from ptyvisor.frames import decode_frame
-from ptyvisor.scanner import FrameScanner
+from ptyvisor.agents.emit import MAX_REASON_CHARS, PHASES, write_frame
+from ptyvisor.wire.frames import decode_frame
+from ptyvisor.wire.scanner import FrameScanner
 
 from .conftest import Pty, env_without_ptyvisor, extension_session_env
 
 SID = "test-session_1"
 NONCE = "0123456789abcdef0123456789abcdef"
-EMIT = "import sys; from ptyvisor.emit import main; sys.exit(main(sys.argv[1:]))"
+EMIT = "import sys; from ptyvisor.agents.emit import main; sys.exit(main(sys.argv[1:]))"
 
 
 def session_env(tty_path: str) -> dict[str, str]:
@@ -143,7 +143,7 @@ def test_falls_back_to_controlling_tty(pty_pair: Pty, tmp_path: Path) -> None:
     # controlling terminal by opening it without O_NOCTTY, then emit.
     code = (
         "import os, sys; os.open(sys.argv[1], os.O_RDWR); del sys.argv[1]; "
-        "from ptyvisor.emit import main; sys.exit(main(sys.argv[1:]))"
+        "from ptyvisor.agents.emit import main; sys.exit(main(sys.argv[1:]))"
     )
     env = session_env(str(tmp_path / "missing"))
     proc = run_emit([pty_pair.path, "activity", "starting"], env, code=code)
@@ -180,12 +180,18 @@ def test_help(args: list[str]) -> None:
 
 
 def test_emit_imports_nothing_heavy() -> None:
-    code = "import sys, json, ptyvisor.emit; print(json.dumps(sorted(sys.modules)))"
+    code = "import sys, json, ptyvisor.agents.emit; print(json.dumps(sorted(sys.modules)))"
     proc = run_emit([], env_without_ptyvisor(), code=code)
     assert proc.returncode == 0, proc.stderr
     modules = set(json.loads(proc.stdout))
     ours = {m for m in modules if m == "ptyvisor" or m.startswith("ptyvisor.")}
-    assert ours <= {"ptyvisor", "ptyvisor.emit", "ptyvisor.frames"}
+    assert ours <= {
+        "ptyvisor",
+        "ptyvisor.agents",
+        "ptyvisor.agents.emit",
+        "ptyvisor.wire",
+        "ptyvisor.wire.frames",
+    }
     heavy = {
         "pydantic",
         "anyio",

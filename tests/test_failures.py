@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.failures import MAX_FAILURE_CHARS, failure_reason
+from ptyvisor.agents.failures import MAX_FAILURE_CHARS, failure_reason
 
 
 def test_codex_style_status_and_json_body() -> None:

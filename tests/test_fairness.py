@@ -11,8 +11,8 @@ import time
 import anyio
 import pytest
 
-from ptyvisor.client import Client
-from ptyvisor.session.reader import READ_ALONE, READ_SLICE, TOGETHER_SECONDS, Readers
+from ptyvisor.client.client import Client
+from ptyvisor.server.session.reader import READ_ALONE, READ_SLICE, TOGETHER_SECONDS, Readers
 
 from .conftest import TOKEN, RunningServer, output_until
 

@@ -1,4 +1,4 @@
-"""The fast forward through plain floods (`ptyvisor.fast_forward`) gives exactly the
+"""The fast forward through plain floods (`ptyvisor.terminal.fast_forward`) gives exactly the
 terminal that parsing every byte gives: screen, scrollback, cursor, pen, modes and
 the character REP repeats, on random streams and on real programs' output."""
 
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptyvisor import fast_forward
-from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.terminal import HeadlessTerminal, fast_forward
 
 from .test_terminal import _fuzz_token, state
 

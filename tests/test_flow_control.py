@@ -11,12 +11,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from websockets.asyncio.client import connect
 
-from ptyvisor.client import Client, Output
+from ptyvisor.client.client import Client, Output
 from ptyvisor.config import ServerConfig
-from ptyvisor.protocol import SERVER_MESSAGE, Attached, SnapshotMessage
-from ptyvisor.renderer import SKIP_STEP
-from ptyvisor.session.reader import INGEST_BYTES
+from ptyvisor.server.renderer import SKIP_STEP
+from ptyvisor.server.session.reader import INGEST_BYTES
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.wire.protocol import SERVER_MESSAGE, Attached, SnapshotMessage
 
 from .conftest import TOKEN, RunningServer, output_until
 from .test_webpage import get

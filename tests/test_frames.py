@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.frames import (
+from ptyvisor.wire.frames import (
     FRAME_PREFIX,
     MAX_FRAME_BYTES,
     NONCE_PATTERN,
@@ -20,7 +20,7 @@ from ptyvisor.frames import (
     encode_frame,
     new_nonce,
 )
-from ptyvisor.scanner import FrameScanner
+from ptyvisor.wire.scanner import FrameScanner
 
 SID = "sess-01_A"
 NONCE = "0123456789abcdef0123456789abcdef"

@@ -17,15 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
-from ptyvisor.agents import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS
-from ptyvisor.client import Client
-from ptyvisor.emit import write_frame
-from ptyvisor.frames import Rejected, decode_frame, new_nonce
-from ptyvisor.hooks import claude_code, codex, gemini_cli, qwen_code
-from ptyvisor.proctable import process_start
-from ptyvisor.protocol import ActivityChanged
-from ptyvisor.scanner import FrameScanner
+from ptyvisor.agents.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
+from ptyvisor.agents.emit import write_frame
+from ptyvisor.agents.hooks import claude_code, codex, gemini_cli, qwen_code
+from ptyvisor.agents.launch import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS
+from ptyvisor.client.client import Client
+from ptyvisor.keeper.proctable import process_start
+from ptyvisor.wire.frames import Rejected, decode_frame, new_nonce
+from ptyvisor.wire.protocol import ActivityChanged
+from ptyvisor.wire.scanner import FrameScanner
 
 from .conftest import RunningServer, until
 
@@ -411,7 +411,7 @@ def test_codex_rollout_watcher_ends_with_codex_and_writes_nothing_after(tmp_path
     assert started is not None
     argv = [str(rollout), "0", str(program.pid), str(started)]
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "ptyvisor.hooks.codex", *argv],
+        [sys.executable, "-m", "ptyvisor.agents.hooks.codex", *argv],
         env={**os.environ, "PTYVISOR_SESSION": "s1", "PTYVISOR_NONCE": "n" * 32},
         start_new_session=True,
     )
@@ -444,7 +444,7 @@ def run_hook(
     agent: str, event: dict[str, Any], env: dict[str, str]
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "ptyvisor.hooks", agent],
+        [sys.executable, "-m", "ptyvisor.agents.hooks", agent],
         input=json.dumps(event).encode(),
         env=env,
         capture_output=True,
@@ -485,7 +485,7 @@ def test_real_hook_process_writes_frames_and_stays_silent() -> None:
     # Garbage in, outside a session, unknown agent: exit 0, nothing written or printed.
     for agent, stdin_env in (("claude-code", env), ("claude-code", base), ("nobody", env)):
         result = subprocess.run(
-            [sys.executable, "-m", "ptyvisor.hooks", agent],
+            [sys.executable, "-m", "ptyvisor.agents.hooks", agent],
             input=b"\xff not json",
             env=stdin_env,
             capture_output=True,
@@ -506,7 +506,7 @@ async def test_hook_interaction_reaches_clients_through_the_server(
     done = claude("PostToolUse", tool_name="Bash", tool_input={"command": "make deploy"})
     (tmp_path / "ask.json").write_text(json.dumps(ask))
     (tmp_path / "done.json").write_text(json.dumps(done))
-    hook = f"{sys.executable} -m ptyvisor.hooks claude-code"
+    hook = f"{sys.executable} -m ptyvisor.agents.hooks claude-code"
     # Like Claude's hooks: no controlling terminal (setsid), frames go to PTYVISOR_TTY.
     # Without the control socket the request hook frames and exits rather than holding
     # for a client's answer (that is test_control's subject).

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from ptyvisor.client import Client
-from ptyvisor.dispatch import Dispatcher
-from ptyvisor.keynames import MAX_KEY_CHARS, MAX_KEYS_CHARS
-from ptyvisor.protocol import (
+from ptyvisor.client.client import Client
+from ptyvisor.server.dispatch import Dispatcher
+from ptyvisor.terminal.keys import MAX_KEY_CHARS, MAX_KEYS_CHARS
+from ptyvisor.wire.protocol import (
     CLIENT_MESSAGE_TYPES,
     MAX_TEXT_MESSAGE,
     SERVER_MESSAGE,
@@ -303,7 +303,7 @@ async def test_a_client_that_never_reads_its_replies_is_not_read(
 
 FLOOD_FRAMES = """
 import os, time
-from ptyvisor.frames import encode_frame
+from ptyvisor.wire.frames import encode_frame
 tty = os.open(os.environ["PTYVISOR_TTY"], os.O_WRONLY)
 for i in range(800):
     interaction = {"id": f"i{i}", "kind": "approval", "agent": "test",

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from ptyvisor.errors import ServerError
-from ptyvisor.frames import encode_frame
-from ptyvisor.proctable import ProcessTable
-from ptyvisor.session import Session
+from ptyvisor.keeper.proctable import ProcessTable
+from ptyvisor.server.session import Session
+from ptyvisor.wire.frames import encode_frame
 
 from .conftest import RunningServer, assert_echoes, control_refuses, output_until, poll
 
@@ -358,7 +358,7 @@ async def test_a_bug_in_one_session_ends_only_that_session(
         return all(s.id != doomed.id for s in await client.list())
 
     await poll(gone, wait=15)
-    failures = [r for r in caplog.records if r.name == "ptyvisor.supervisor" and r.exc_info]
+    failures = [r for r in caplog.records if r.name == "ptyvisor.server.supervisor" and r.exc_info]
     assert len(failures) == 1, failures
     assert "injected session bug" in caplog.text
     assert doomed.process.pid is not None

@@ -10,9 +10,9 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from ptyvisor.config import ServerConfig
-from ptyvisor.server import run_server
+from ptyvisor.server.serving import run_server
 
 from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, child_env, poll
 from .test_webpage import get

@@ -1,14 +1,14 @@
 """The JavaScript agent extensions (``agent-extensions/``), run by node as real subprocesses.
 
-* ``shared/frame.mjs`` must build the very bytes ``ptyvisor.frames.encode_frame`` builds,
-  and ``shared/mask.mjs`` must mask exactly as ``ptyvisor.masking`` does (the shared
+* ``shared/frame.mjs`` must build the very bytes ``ptyvisor.wire.frames.encode_frame`` builds,
+  and ``shared/mask.mjs`` must mask exactly as ``ptyvisor.agents.masking`` does (the shared
   vectors, plus thousands of generated strings compared side by side).
 * The OpenCode plugin and the Pi extension are loaded from their files, fed the event
   sequences the real agents emit (shapes taken from OpenCode 1.18.33's and Pi 0.73.1's
   own schemas and from their logs), and must write the expected frames to a real PTY
   slave given as ``PTYVISOR_TTY``. Every frame is split off the master by
-  :class:`~ptyvisor.scanner.FrameScanner`, authenticated by
-  :func:`~ptyvisor.frames.decode_frame` and validated by ptyvisor's own payload model.
+  :class:`~ptyvisor.wire.scanner.FrameScanner`, authenticated by
+  :func:`~ptyvisor.wire.frames.decode_frame` and validated by ptyvisor's own payload model.
 * Outside a session they write nothing and never throw; an oversized interaction is
   shortened to fit one frame, never dropped.
 
@@ -29,11 +29,11 @@ from typing import Any
 
 import pytest
 
-from ptyvisor.activity import FRAME_PAYLOAD
-from ptyvisor.frames import MAX_FRAME_BYTES, Rejected, decode_frame, encode_frame
-from ptyvisor.hooks.normalise import text as py_text
-from ptyvisor.masking import mask
-from ptyvisor.scanner import FrameScanner
+from ptyvisor.agents.activity import FRAME_PAYLOAD
+from ptyvisor.agents.hooks.normalise import text as py_text
+from ptyvisor.agents.masking import mask
+from ptyvisor.wire.frames import MAX_FRAME_BYTES, Rejected, decode_frame, encode_frame
+from ptyvisor.wire.scanner import FrameScanner
 
 from .conftest import Pty, env_without_ptyvisor, extension_session_env
 

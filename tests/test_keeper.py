@@ -19,9 +19,9 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from ptyvisor.client import Client, Output
-from ptyvisor.protocol import ActivityChanged, Snapshot
+from ptyvisor.client.client import Client, Output
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.wire.protocol import ActivityChanged, Snapshot
 
 from .conftest import (
     PTYVISOR_BIN,
@@ -63,7 +63,7 @@ class Serve:
         def find() -> int | None:
             for child in _children(self.proc.pid):
                 cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-                if b"ptyvisor.worker" in cmdline:
+                if b"ptyvisor.server.worker" in cmdline:
                     return child
             return None
 

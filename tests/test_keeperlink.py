@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ptyvisor.config import ServerConfig
 from ptyvisor.errors import BadLinkMessage, SpawnError
-from ptyvisor.keeperlink import KeeperLink
+from ptyvisor.server.keeperlink import KeeperLink
 from ptyvisor.wire import link as wire
 from ptyvisor.wire.link import ProgramSpec
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.keynames import PASTE_END, PASTE_START, encode_keys, key_bytes
+from ptyvisor.terminal.keys import PASTE_END, PASTE_START, encode_keys, key_bytes
 
 
 @pytest.mark.parametrize(

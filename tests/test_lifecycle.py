@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from ptyvisor.activity import ActivityPhase
-from ptyvisor.client import Client
-from ptyvisor.protocol import ProcessChanged, SessionSummary
+from ptyvisor.agents.activity import ActivityPhase
+from ptyvisor.client.client import Client
+from ptyvisor.wire.protocol import ProcessChanged, SessionSummary
 
 from .conftest import RunningServer, alive, output_until, poll, until
 

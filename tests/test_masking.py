@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.masking import mask
+from ptyvisor.agents.masking import mask
 
 VECTORS = json.loads(
     (Path(__file__).parent.parent / "agent-extensions" / "masking-vectors.json").read_text()

@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from ptyvisor.errors import ServerError
-from ptyvisor.protocol import SessionSummary
+from ptyvisor.wire.protocol import SessionSummary
 
 from .conftest import RunningServer, poll
 
@@ -65,7 +65,7 @@ class Shell:
         complete once ``out.done`` exists."""
         (self.dir / "event.json").write_text(json.dumps(event))
         (self.dir / f"{out}.done").unlink(missing_ok=True)
-        hook = f"{sys.executable} -m ptyvisor.hooks {self.agent}"
+        hook = f"{sys.executable} -m ptyvisor.agents.hooks {self.agent}"
         await self.run(f"{hook} < event.json > {out}; touch {out}.done\n")
         await poll(self._exists(f"{out}.done"), wait=15)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.outputlog import MAX_TIMES, OutputLog
+from ptyvisor.server.outputlog import MAX_TIMES, OutputLog
 
 
 @given(

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.snapshot_ansi import scrollback_line
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.terminal.screen import PlainRow, Screen
+from ptyvisor.terminal.snapshot import scrollback_line
 
 from .test_fast_forward import assert_same, words_and_colours
 from .test_terminal import _fuzz_token

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from ptyvisor.client import Client
-from ptyvisor.spawn import ORIGINAL_NOFILE
+from ptyvisor.client.client import Client
+from ptyvisor.keeper.spawn import ORIGINAL_NOFILE
 
 from .conftest import output_until
 

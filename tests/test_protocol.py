@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.protocol import EXPORT_SLICE, SERVER_MESSAGE, Exported, exported_json
+from ptyvisor.wire.protocol import EXPORT_SLICE, SERVER_MESSAGE, Exported, exported_json
 
 
 @settings(max_examples=200, deadline=None)

@@ -16,8 +16,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ptyvisor.activity import STARTUP_QUIET_MS, UNCONFIRMED_SECONDS, Activity, ActivityPhase
-from ptyvisor.client import Client
+from ptyvisor.agents.activity import STARTUP_QUIET_MS, UNCONFIRMED_SECONDS, Activity, ActivityPhase
+from ptyvisor.client.client import Client
 
 from .conftest import screen_showing
 
@@ -104,9 +104,9 @@ async def test_a_dialog_instead_of_the_prompt_is_ready_once_quiet(
 
 # A stand-in Codex that draws its composer, then does one step per line the client
 # sends: draws its busy line on row 10, erases it, or reports a phase as its hook
-# would (an authentic frame, through ptyvisor.emit; ``prompt``: UserPromptSubmit's).
+# would (an authentic frame, through ptyvisor.agents.emit; ``prompt``: UserPromptSubmit's).
 BUSY_CODEX = (
-    "from ptyvisor.emit import write_frame\n"
+    "from ptyvisor.agents.emit import write_frame\n"
     f'w("{CODEX_PROMPT}"); sys.stdout.flush()\n'
     "for line in sys.stdin:\n"
     "    step = line.strip()\n"

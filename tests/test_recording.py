@@ -13,11 +13,11 @@ from typing import Any
 import anyio
 import pytest
 
-from ptyvisor.client import Client, Output
+from ptyvisor.client.client import Client, Output
 from ptyvisor.config import ServerConfig
-from ptyvisor.protocol import ProcessChanged
-from ptyvisor.server import run_server
+from ptyvisor.server.serving import run_server
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.wire.protocol import ProcessChanged
 
 from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, child_env, poll, until
 

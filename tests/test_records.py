@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from ptyvisor.config import ServerConfig
 from ptyvisor.errors import ServerError
-from ptyvisor.identity import Identity
-from ptyvisor.records import FILE, MIGRATIONS, Records
-from ptyvisor.server import run_server
+from ptyvisor.server.identity import Identity
+from ptyvisor.server.records import FILE, MIGRATIONS, Records
+from ptyvisor.server.serving import run_server
 
 from .conftest import (
     PTYVISOR_BIN,
@@ -253,7 +253,7 @@ FAKE_CLAUDE = """\
 # each conversation id listed in REPORT as the real extension would, and waits.
 import json, os, sys, time
 from pathlib import Path
-from ptyvisor.frames import encode_frame
+from ptyvisor.wire.frames import encode_frame
 
 print("ARGV " + json.dumps(sys.argv[1:]), flush=True)
 for native in Path({report!r}).read_text().splitlines():

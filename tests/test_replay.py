@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ptyvisor.client import Client, Output
-from ptyvisor.protocol import (
+from ptyvisor.client.client import Client, Output
+from ptyvisor.wire.protocol import (
     ProcessChanged,
     Sessions,
 )

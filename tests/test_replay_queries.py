@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.replay import shown, without_queries
+from ptyvisor.terminal.replay import shown, without_queries
 
 VECTORS = json.loads((Path(__file__).parent / "replay-queries.json").read_text())["vectors"]
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.frames import FRAME_PREFIX, MAX_FRAME_BYTES
-from ptyvisor.scanner import FrameScanner, ScanResult, find_prefix
+from ptyvisor.wire.frames import FRAME_PREFIX, MAX_FRAME_BYTES
+from ptyvisor.wire.scanner import FrameScanner, ScanResult, find_prefix
 
 BEL = 0x07
 ESC = 0x1B

@@ -12,9 +12,9 @@ import pytest
 
 import ptyvisor
 import ptyvisor.sync
+from ptyvisor.client.pytest_plugin import ServerInfo
 from ptyvisor.errors import WaitTimeout
-from ptyvisor.protocol import ProcessChanged, Transition
-from ptyvisor.pytest_plugin import ServerInfo
+from ptyvisor.wire.protocol import ProcessChanged, Transition
 
 from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, child_env
 

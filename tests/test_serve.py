@@ -18,9 +18,9 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from ptyvisor.errors import ServerError
-from ptyvisor.protocol import SERVER_MESSAGE, Hello
+from ptyvisor.wire.protocol import SERVER_MESSAGE, Hello
 
 from .conftest import (
     TOKEN,
@@ -320,7 +320,7 @@ def test_concurrent_exports_take_bounded_memory_together(
     with serving(tmp_path, env) as (proc, url, _stderr):
         server = wait_for(
             lambda: next(
-                (c for c in _children(proc.pid) if b"ptyvisor.worker" in _cmdline(c)), None
+                (c for c in _children(proc.pid) if b"ptyvisor.server.worker" in _cmdline(c)), None
             ),
             "the server process",
         )

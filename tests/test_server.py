@@ -11,9 +11,9 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from ptyvisor.errors import ServerError
-from ptyvisor.protocol import SERVER_MESSAGE, ActivityChanged, Error, Hello, Sessions
+from ptyvisor.wire.protocol import SERVER_MESSAGE, ActivityChanged, Error, Hello, Sessions
 
 from .conftest import PTYVISOR_BIN, TOKEN, RunningServer, output_until, poll, until
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ptyvisor.activity import ActivityPhase, KeyTyped, ProgramExited, Which
-from ptyvisor.frames import encode_frame, new_nonce
-from ptyvisor.session import SessionCore
-from ptyvisor.session.core import MAX_FRAME_AHEAD_MS, QueueChanged
-from ptyvisor.session.ending import ENDED_BY, TRANSITIONS, End, ProgramEnd
+from ptyvisor.agents.activity import ActivityPhase, KeyTyped, ProgramExited, Which
+from ptyvisor.server.session import SessionCore
+from ptyvisor.server.session.core import MAX_FRAME_AHEAD_MS, QueueChanged
+from ptyvisor.server.session.ending import ENDED_BY, TRANSITIONS, End, ProgramEnd
+from ptyvisor.wire.frames import encode_frame, new_nonce
 
 SID = "s0000abcd"
 NONCE = new_nonce()

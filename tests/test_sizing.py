@@ -10,10 +10,10 @@ import re
 import anyio
 import pytest
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from ptyvisor.errors import ServerError
-from ptyvisor.protocol import Error, TermSize
-from ptyvisor.sizing import SizePolicy
+from ptyvisor.server.sizing import SizePolicy
+from ptyvisor.wire.protocol import Error, TermSize
 
 from .conftest import TOKEN, RunningServer, output_until, poll
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.client import Client
-from ptyvisor.protocol import Snapshot
+from ptyvisor.client.client import Client
+from ptyvisor.wire.protocol import Snapshot
 
 from .conftest import RunningServer, output_until, poll, redraw, screen_showing
 

@@ -12,16 +12,16 @@ import sys
 import pytest
 
 STDLIB_ONLY = [
-    "ptyvisor.keeper",
-    "ptyvisor.emit",
-    "ptyvisor.hooks.__main__",
-    "ptyvisor.hooks.claude_code",
-    "ptyvisor.hooks.codex",
-    "ptyvisor.hooks.gemini_cli",
-    "ptyvisor.hooks.qwen_code",
-    "ptyvisor.hooks.decide",
-    "ptyvisor.untrusted",
-    "ptyvisor.logs",
+    "ptyvisor.keeper.keeper",
+    "ptyvisor.agents.emit",
+    "ptyvisor.agents.hooks.__main__",
+    "ptyvisor.agents.hooks.claude_code",
+    "ptyvisor.agents.hooks.codex",
+    "ptyvisor.agents.hooks.gemini_cli",
+    "ptyvisor.agents.hooks.qwen_code",
+    "ptyvisor.agents.hooks.decide",
+    "ptyvisor.wire.untrusted",
+    "ptyvisor.keeper.logs",
     "ptyvisor.wire.link",
     "ptyvisor.wire.control",
 ]

@@ -12,15 +12,15 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
-from ptyvisor.client import Client, Output
+from ptyvisor.client.client import Client, Output
 from ptyvisor.config import ServerConfig
-from ptyvisor.protocol import (
+from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.wire.protocol import (
     SERVER_MESSAGE,
     Attached,
     ProcessChanged,
     SnapshotMessage,
 )
-from ptyvisor.terminal import HeadlessTerminal
 
 from .conftest import TOKEN, RunningServer, output_until, until
 

@@ -27,8 +27,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ptyprocess import PtyProcess
 
-from ptyvisor.snapshot_ansi import BLANK, Cell
 from ptyvisor.terminal import HeadlessTerminal, TerminalModes
+from ptyvisor.terminal.snapshot import BLANK, Cell
 
 CAPTURED = Path(__file__).parent / "captured"
 ESC = "\x1b"
@@ -999,8 +999,8 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
 ) -> None:
     """The renderer draws new scrollback lines when idle (`draw_scrollback`): the next
     snapshot draws none of them again, and is the same as one drawn from nothing."""
-    from ptyvisor import snapshot_ansi
     from ptyvisor.terminal import screen as screen_module
+    from ptyvisor.terminal import snapshot as snapshot_ansi
 
     screen = HeadlessTerminal(40, 5, scrollback=100)
     screen.feed(b"".join(b"\x1b[3%dmline %d\x1b[0m\r\n" % (n % 8, n) for n in range(300)))
@@ -1040,7 +1040,7 @@ _RUN_STYLES = [
 def test_scrollback_lines_drawn_by_runs_match_cell_by_cell(seed: int) -> None:
     """`scrollback_line` draws all-ASCII lines a style run at a time; the cells it
     gives are those of the cell-by-cell drawing, blanks and trailing blanks included."""
-    from ptyvisor import snapshot_ansi
+    from ptyvisor.terminal import snapshot as snapshot_ansi
 
     for case in range(seed, seed + 30):
         r = random.Random(case)
@@ -1066,7 +1066,7 @@ def test_scrollback_lines_drawn_by_runs_match_cell_by_cell(seed: int) -> None:
 
 
 def test_scrollback_lines_with_wide_or_combined_cells_are_drawn_cell_by_cell() -> None:
-    from ptyvisor import snapshot_ansi
+    from ptyvisor.terminal import snapshot as snapshot_ansi
 
     for text in ("中文", "e\u0301", "👩\u200d💻"):
         term = HeadlessTerminal(10, 1, scrollback=5)

@@ -16,16 +16,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.activity import ActivityTracker
+from ptyvisor.agents.activity import ActivityTracker
 from ptyvisor.cli.formatting import format_table
-from ptyvisor.client import Client, Event, Output
-from ptyvisor.protocol import ActivityChanged, ProcessChanged
+from ptyvisor.client.client import Client, Event, Output
 from ptyvisor.terminal import (
     MAX_SIGNALS,
     SIGNAL_TEXT_CHARS,
     HeadlessTerminal,
     TerminalSignal,
 )
+from ptyvisor.wire.protocol import ActivityChanged, ProcessChanged
 
 from .conftest import PTYVISOR_BIN, RunningServer, child_env, output_of, until
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from ptyvisor.protocol import PROTOCOL_VERSION
-from ptyvisor.typescript import SchemaError, render, type_expression, wire_typescript
+from ptyvisor.wire.protocol import PROTOCOL_VERSION
+from ptyvisor.wire.typescript import SchemaError, render, type_expression, wire_typescript
 
 from .agents.installed import installed_bin_dir
 from .test_cli import clean_env, run_cli

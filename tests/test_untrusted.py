@@ -13,17 +13,22 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ptyvisor.activity import Activity, ActivityPhase
-from ptyvisor.agents import AGENTS, RESUME_OPTION, SEPARATE_VALUE, resume_args
+from ptyvisor.agents.activity import Activity, ActivityPhase
+from ptyvisor.agents.interaction import Interaction, Question
+from ptyvisor.agents.launch import AGENTS, RESUME_OPTION, SEPARATE_VALUE, resume_args
 from ptyvisor.cli.formatting import event_text, format_table, say
 from ptyvisor.errors import BadNativeId, BadReference
-from ptyvisor.interaction import Interaction, Question
-from ptyvisor.jsontext import display
-from ptyvisor.logs import FORMAT, InertFormatter
-from ptyvisor.protocol import ProcessState, SessionSummary, TermSize
-from ptyvisor.recording import asciicast, header, marker_label
-from ptyvisor.refs import resolve
-from ptyvisor.untrusted import GENERIC_NATIVE_ID, NATIVE_ID_SHAPES, native_id_problem, printable
+from ptyvisor.keeper.logs import FORMAT, InertFormatter
+from ptyvisor.server.recording import asciicast, header, marker_label
+from ptyvisor.wire.jsontext import display
+from ptyvisor.wire.protocol import ProcessState, SessionSummary, TermSize
+from ptyvisor.wire.refs import resolve
+from ptyvisor.wire.untrusted import (
+    GENERIC_NATIVE_ID,
+    NATIVE_ID_SHAPES,
+    native_id_problem,
+    printable,
+)
 
 HOSTILE = [
     "\x1b]52;c;cm0gLXJmIH4=\x07",  # a clipboard write

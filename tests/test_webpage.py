@@ -23,8 +23,8 @@ from websockets.exceptions import InvalidStatus
 from websockets.typing import Subprotocol
 
 from ptyvisor import web_assets
-from ptyvisor.agents import AGENTS
-from ptyvisor.protocol import SERVER_MESSAGE, Hello
+from ptyvisor.agents.launch import AGENTS
+from ptyvisor.wire.protocol import SERVER_MESSAGE, Hello
 
 from .conftest import TOKEN, RunningServer
 

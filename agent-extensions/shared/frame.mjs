@@ -1,6 +1,6 @@
 // Activity frames (wire format v1) for the in-process agent extensions.
 //
-// Byte-for-byte the same frames as src/ptyvisor/frames.py `encode_frame`:
+// Byte-for-byte the same frames as src/ptyvisor/wire/frames.py `encode_frame`:
 //   ESC ] 7733 ; ptyvisor ; 1 ; <session-id> ; <nonce> ; <payload> BEL
 // where <payload> is unpadded base64url of the compact UTF-8 JSON text.
 // JSON.stringify already produces what Python's

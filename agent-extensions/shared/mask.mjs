@@ -1,6 +1,6 @@
 // Secret masking and payload bounds for the in-process agent extensions.
 //
-// A line-for-line port of src/ptyvisor/masking.py: the same rules, in the same
+// A line-for-line port of src/ptyvisor/agents/masking.py: the same rules, in the same
 // order, with the same bounded repetitions (so masking stays linear on hostile
 // input), giving the same output for every input. agent-extensions/
 // masking-vectors.json is the shared oracle, and tests/test_js_extensions.py
@@ -118,7 +118,7 @@ export function mask(text) {
 }
 
 // ---------------------------------------------------------------------------
-// Bounds (agent-extensions/README.md, src/ptyvisor/interaction.py): every
+// Bounds (agent-extensions/README.md, src/ptyvisor/agents/interaction.py): every
 // string ≤ 4000 characters, masked *before* it is cut; ≤ 8 questions, ≤ 16
 // options per question, ≤ 16 suggestions, ≤ 16 rows. ptyvisor validates again
 // and rejects a frame that breaks them, so these match its model exactly.
@@ -177,7 +177,7 @@ export function clip(value, limit = MAX_TEXT) {
 /**
  * Any value as masked, bounded text: the only way free text leaves an
  * extension. Masked before it is cut, over a margin beyond what is kept, so a
- * secret straddling the cut is still recognised (as ptyvisor.hooks.normalise.text).
+ * secret straddling the cut is still recognised (as ptyvisor.agents.hooks.normalise.text).
  */
 export function text(value, limit = MAX_TEXT) {
   const raw = wellFormed(asString(value));

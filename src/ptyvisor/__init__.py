@@ -1,7 +1,7 @@
 """ptyvisor: a supervisor for coding-agent terminals.
 
-``ptyvisor.connect()`` is the async Python API for scripts (`ptyvisor.scripting`);
-``ptyvisor.sync`` its blocking twin. Both are loaded only when used: agent hooks
+``ptyvisor.connect()`` is the async Python API for scripts (`ptyvisor.client.scripting`);
+``ptyvisor.client.sync`` its blocking twin. Both are loaded only when used: agent hooks
 import this package and must stay fast.
 """
 
@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name == "connect":
-        from ptyvisor.scripting import connect
+        from ptyvisor.client.scripting import connect
 
         return connect
     raise AttributeError(f"module 'ptyvisor' has no attribute {name!r}")

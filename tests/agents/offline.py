@@ -28,7 +28,7 @@ from pathlib import Path
 
 import ptyprocess
 
-from ptyvisor.agents import read_jsonc
+from ptyvisor.agents.launch import read_jsonc
 from ptyvisor.terminal import HeadlessTerminal
 
 __all__ = [

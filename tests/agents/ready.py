@@ -14,8 +14,8 @@ from pathlib import Path
 
 import anyio
 
-from ptyvisor.activity import ActivityPhase
-from ptyvisor.protocol import ActivityChanged
+from ptyvisor.agents.activity import ActivityPhase
+from ptyvisor.wire.protocol import ActivityChanged
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.under_ptyvisor import AgentRun, Screen, agent_session, shows
 

@@ -20,9 +20,9 @@ from typing import Any
 import anyio
 import pytest
 
+from ptyvisor.agents.interaction import Interaction
 from ptyvisor.config import Settings
 from ptyvisor.errors import ServerError
-from ptyvisor.interaction import Interaction
 from tests.agents.fake_model import FakeModelServer, Reply, Request
 from tests.agents.ready import PROMPT_SHOWN
 from tests.agents.under_ptyvisor import FULL_TURN_PHASES, AgentRun, Screen, agent_session, row

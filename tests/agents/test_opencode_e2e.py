@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ptyvisor.activity import ActivityPhase
+from ptyvisor.agents.activity import ActivityPhase
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.under_ptyvisor import AgentRun, agent_session, cleared_to_working
 

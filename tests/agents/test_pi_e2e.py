@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.activity import ActivityPhase
+from ptyvisor.agents.activity import ActivityPhase
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.under_ptyvisor import agent_session
 

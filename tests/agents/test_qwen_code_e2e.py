@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from ptyvisor.agents.interaction import Interaction
 from ptyvisor.config import Settings
-from ptyvisor.interaction import Interaction
 from tests.agents.fake_model import Reply, Request
 from tests.agents.scenarios import (
     ALLOWED,

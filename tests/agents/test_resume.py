@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ptyvisor.client import Client
+from ptyvisor.client.client import Client
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.installed import agent_bin_dir
 from tests.agents.offline import offline_env

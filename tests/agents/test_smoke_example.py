@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ptyvisor.pytest_plugin import ServerInfo
+from ptyvisor.client.pytest_plugin import ServerInfo
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.installed import agent_bin_dir
 from tests.agents.offline import MODEL

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import anyio
 
-from ptyvisor.activity import ActivityPhase
-from ptyvisor.client import Client
+from ptyvisor.agents.activity import ActivityPhase
+from ptyvisor.agents.interaction import Interaction
+from ptyvisor.client.client import Client
 from ptyvisor.config import ServerConfig, Settings
-from ptyvisor.interaction import Interaction
-from ptyvisor.protocol import ActivityChanged
-from ptyvisor.server import run_server
+from ptyvisor.server.serving import run_server
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.wire.protocol import ActivityChanged
 from tests.agents.fake_model import FakeModelServer, Request
 from tests.agents.installed import agent_bin_dir
 from tests.agents.offline import offline_env

@@ -1,5 +1,5 @@
 """Interaction cards: a real Claude Code PermissionRequest hook (``python -m
-ptyvisor.hooks claude-code``) holds on the control socket inside a session; the page
+ptyvisor.agents.hooks claude-code``) holds on the control socket inside a session; the page
 shows its card, and an answer given in the page is what the hook prints."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def server_process(server: Server) -> int:
         for task in os.listdir(f"/proc/{server.proc.pid}/task"):
             children = Path(f"/proc/{server.proc.pid}/task/{task}/children").read_text()
             for child in children.split():
-                if b"ptyvisor.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                if b"ptyvisor.server.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
                     return int(child)
         return None
 

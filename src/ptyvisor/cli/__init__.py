@@ -17,12 +17,12 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["emit"]:
-        from ptyvisor.emit import main as emit_main
+        from ptyvisor.agents.emit import main as emit_main
 
         return emit_main(args[1:])
     if args[:1] == ["serve"]:
         # The keeper: it must stay small (stdlib only), so nothing else is imported.
-        from ptyvisor.keeper import main as serve_main
+        from ptyvisor.keeper.keeper import main as serve_main
 
         return serve_main(args[1:])
     from ptyvisor.cli.commands import run_command

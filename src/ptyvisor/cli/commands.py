@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from ptyvisor import completion, scripting
-from ptyvisor.activity import ActivityPhase
+from ptyvisor.agents.activity import ActivityPhase
+from ptyvisor.cli import completion
 from ptyvisor.cli.formatting import (
     complain,
     ended_text,
@@ -28,25 +28,26 @@ from ptyvisor.cli.formatting import (
 )
 from ptyvisor.cli.grammar import build_parser
 from ptyvisor.cli.tty_attach import TerminalAttachment, parse_key
-from ptyvisor.client import Client, ConnectionLost
+from ptyvisor.client import scripting
+from ptyvisor.client.client import Client, ConnectionLost
+from ptyvisor.client.waiting import Condition, wait
 from ptyvisor.config import default_state_dir, read_token
 from ptyvisor.errors import BadReference, Disconnected, ServerError, SessionGone, SessionVanished
-from ptyvisor.protocol import (
+from ptyvisor.wire.protocol import (
     ActivityChanged,
     ProcessChanged,
     SessionClosed,
     SessionSummary,
     wire_schema,
 )
-from ptyvisor.refs import resolve
-from ptyvisor.waiting import Condition, wait
+from ptyvisor.wire.refs import resolve
 
 
 def run_command(args: list[str]) -> int:
     options = build_parser().parse_args(args)
     command: str = options.command
     if command == "serve":  # normally dispatched before this is imported (`ptyvisor.cli`)
-        from ptyvisor.keeper import main as serve_main
+        from ptyvisor.keeper.keeper import main as serve_main
 
         return serve_main(args[1:])
     if command == "completion":
@@ -57,7 +58,7 @@ def run_command(args: list[str]) -> int:
         return 0
     if command == "schema":
         if options.typescript:
-            from ptyvisor.typescript import wire_typescript
+            from ptyvisor.wire.typescript import wire_typescript
 
             text = wire_typescript()
         else:
@@ -126,7 +127,7 @@ def _unwrap(error: BaseException) -> BaseException:
 
 def restart(options: argparse.Namespace) -> int:
     """Signal the keeper (SIGUSR2), then wait for a server that started after that."""
-    from ptyvisor.keeper import lock_holder
+    from ptyvisor.keeper.keeper import lock_holder
 
     state_dir = options.state_dir or default_state_dir()
     keeper = lock_holder(state_dir)

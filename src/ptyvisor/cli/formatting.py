@@ -18,12 +18,12 @@ import sys
 import time
 from typing import Any, TextIO
 
-from ptyvisor.protocol import (
+from ptyvisor.wire.protocol import (
     Captured,
     ProcessState,
     SessionSummary,
 )
-from ptyvisor.untrusted import printable
+from ptyvisor.wire.untrusted import printable
 
 
 def say(text: str = "", *, file: TextIO | None = None, end: str = "\n") -> None:

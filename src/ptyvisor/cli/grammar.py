@@ -1,7 +1,7 @@
 """The command line's grammar: every subcommand and option, with its help text.
 
 Kept apart from running the commands (`commands`) because shell completion
-(`ptyvisor.completion`) reads the same parser."""
+(`ptyvisor.cli.completion`) reads the same parser."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import argparse
 import math
 from pathlib import Path
 
-from ptyvisor import __version__, serve_options
-from ptyvisor.activity import ActivityPhase
-from ptyvisor.agents import AGENTS
+from ptyvisor import __version__
+from ptyvisor.agents.activity import ActivityPhase
+from ptyvisor.agents.launch import AGENTS
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT
+from ptyvisor.keeper import options as serve_options
 
 
 def build_parser() -> argparse.ArgumentParser:

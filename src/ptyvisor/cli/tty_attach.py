@@ -32,10 +32,11 @@ import tty
 import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from ptyvisor.altscreen import AltScreenGuard
-from ptyvisor.client import Client, ConnectionLost, Output
+from ptyvisor.cli.altscreen import AltScreenGuard
+from ptyvisor.client.client import Client, ConnectionLost, Output
 from ptyvisor.errors import Disconnected, ServerError, SessionGone
-from ptyvisor.protocol import (
+from ptyvisor.terminal.replay import shown
+from ptyvisor.wire.protocol import (
     Attached,
     ProcessChanged,
     ProcessState,
@@ -43,7 +44,6 @@ from ptyvisor.protocol import (
     Snapshot,
     SnapshotMessage,
 )
-from ptyvisor.replay import shown
 
 DEFAULT_DETACH_KEY = b"\x1d"  # Ctrl-]
 PENDING_INPUT = 4096

@@ -60,7 +60,7 @@ to `Screen.plain_lines` together: each line that starts on the blank bottom row 
 built as one row and the screen scrolls once per batch, not once per line feed; a
 row that goes straight into the scrollback is kept as its runs (`PlainRow`).
 A big batch of plain lines is fast-forwarded: what would only scroll out of the
-scrollback is not parsed at all (`ptyvisor.fast_forward`, exact).
+scrollback is not parsed at all (`ptyvisor.terminal.fast_forward`, exact).
 
 How far speed can go in Python: ``scripts/bench_all.py`` row 5 prints a floor, the
 parser's own regexes tokenising the bytes with one empty call per token and no
@@ -78,7 +78,6 @@ The package, one concept per module, data flowing down the list:
 - `headless`: `HeadlessTerminal`, the face: bytes in, snapshots and text out.
 """
 
-from ptyvisor.snapshot_ansi import Cell, MouseEncoding, MouseTracking
 from ptyvisor.terminal.headless import HeadlessTerminal, TerminalModes, TerminalSnapshot
 from ptyvisor.terminal.signals import (
     MAX_SIGNALS,
@@ -87,6 +86,7 @@ from ptyvisor.terminal.signals import (
     TerminalSignal,
     osc_signal,
 )
+from ptyvisor.terminal.snapshot import Cell, MouseEncoding, MouseTracking
 
 __all__ = [
     "MAX_SIGNALS",

@@ -1,5 +1,5 @@
 """`HeadlessTerminal`, what a session's renderer holds: bytes in (decoded as UTF-8
-incrementally, plain floods fast-forwarded, see `ptyvisor.fast_forward`), and out
+incrementally, plain floods fast-forwarded, see `ptyvisor.terminal.fast_forward`), and out
 the screen as a snapshot for a fresh terminal, as text, and the modes a client must
 mirror.
 """
@@ -12,17 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ptyvisor import fast_forward
-from ptyvisor.snapshot_ansi import (
-    Cell,
-    Line,
-    MouseEncoding,
-    MouseTracking,
-    SavedCursor,
-    ScreenState,
-    line_ansi,
-    render_snapshot,
-)
+from ptyvisor.terminal import fast_forward
 from ptyvisor.terminal.parser import Parser
 from ptyvisor.terminal.screen import (
     DECAWM,
@@ -38,7 +28,17 @@ from ptyvisor.terminal.screen import (
     default_tabstops,
 )
 from ptyvisor.terminal.signals import TerminalSignal
-from ptyvisor.widths import char_width
+from ptyvisor.terminal.snapshot import (
+    Cell,
+    Line,
+    MouseEncoding,
+    MouseTracking,
+    SavedCursor,
+    ScreenState,
+    line_ansi,
+    render_snapshot,
+)
+from ptyvisor.terminal.widths import char_width
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,9 @@ import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
 
-from ptyvisor.snapshot_ansi import (
+from ptyvisor.terminal.sgr import apply_sgr
+from ptyvisor.terminal.signals import CONTROLS
+from ptyvisor.terminal.snapshot import (
     BLANK,
     Cell,
     MouseEncoding,
@@ -29,9 +31,7 @@ from ptyvisor.snapshot_ansi import (
     runs_line,
     scrollback_line,
 )
-from ptyvisor.terminal.sgr import apply_sgr
-from ptyvisor.terminal.signals import CONTROLS
-from ptyvisor.widths import ONE_CELL_RUN, char_width
+from ptyvisor.terminal.widths import ONE_CELL_RUN, char_width
 
 DECAWM: int = mo.DECAWM
 _DECTCEM: int = mo.DECTCEM

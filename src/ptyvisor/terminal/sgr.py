@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ptyvisor.snapshot_ansi import (
+from ptyvisor.terminal.snapshot import (
     ANSI_COLOURS,
     BLANK,
     BRIGHT_COLOURS,

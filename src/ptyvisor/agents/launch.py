@@ -1,0 +1,412 @@
+"""Starting an agent with ptyvisor's extension installed for that session only.
+
+Never by editing the user's own configuration: each agent is given our hooks,
+plugin or extension through a per-process switch, so the user's own hooks and
+settings keep working beside ours.
+
+| agent | how |
+| --- | --- |
+| claude-code | ``--settings <inline JSON>`` with command hooks (merged with the user's) |
+| codex | ``-c hooks.<Event>=…``, ``--no-daemon``, ``--dangerously-bypass-hook-trust`` |
+| opencode | ``OPENCODE_CONFIG_DIR`` = a session folder: ``plugin/`` + ``tui.json`` name ours |
+| pi | ``--extension <file>``, only for the interactive TUI |
+| gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
+| qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
+
+Gemini CLI 0.61 reads settings from ``~/.gemini`` (``GEMINI_CLI_HOME`` moves that
+home), the project, and system files it skips unless root owns them; it has no flag
+for extra settings. So the session gets a home of its own whose ``.gemini`` links
+every entry of the user's (credentials, history, extensions…) and whose
+``settings.json`` is a copy of the user's with our hook appended to each event: theirs
+run too, and their files are never written (a setting changed during the session is
+kept in the session's copy only).
+
+Qwen Code 0.24 has no settings flag; of its settings files (system defaults, user,
+project, system), the lowest one, *system defaults*, can be moved by an environment
+variable, and hooks from every file are concatenated. So the session's copy of that
+file (`qwen_system_defaults`) keeps whatever the machine's has and adds our hooks,
+and the user's ``~/.qwen/settings.json`` is neither read nor written by us.
+
+Codex asks the user to review a new hook before running it; ptyvisor's hook is a
+fixed command it ships, so it takes that step for the user (documented in the
+README) rather than leaving the session silently unreported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ptyvisor.errors import BadNativeId
+from ptyvisor.wire.untrusted import native_id_problem
+
+AgentName = Literal["claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code"]
+AGENTS: tuple[AgentName, ...] = (
+    "claude-code",
+    "codex",
+    "opencode",
+    "pi",
+    "gemini-cli",
+    "qwen-code",
+)
+
+CLAUDE_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SubagentStop",
+    "SessionEnd",
+)
+CODEX_EVENTS = (
+    # Not SessionStart: 0.171 fires it with the first prompt, after the turn has begun
+    # (on screen, see BUSY_SCREEN), so its Ready would be wrong, and Codex waits for
+    # each hook before it goes on.
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "Stop",
+    "SessionEnd",
+)
+GEMINI_EVENTS = (
+    "SessionStart",
+    "BeforeAgent",
+    "BeforeTool",
+    "AfterTool",
+    "Notification",
+    "AfterAgent",
+    "SessionEnd",
+)
+GEMINI_HOOK_NAME = "ptyvisor"
+"""What Gemini shows while our hook runs, and the name ``hooksConfig.disabled`` takes."""
+CODEX_FLAGS = ("--no-daemon", "--dangerously-bypass-hook-trust")
+HOOK_TIMEOUT_SECONDS = 10
+DECISION_TIMEOUT_SECONDS = 24 * 60 * 60
+CODEX_DECISION_TIMEOUT_SECONDS = 30
+"""Codex's PermissionRequest hook: it holds at most ``codex_answer_wait_seconds`` (20)."""
+"""Claude's PermissionRequest hook holds until a client answers: the user may be away."""
+PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
+
+
+REPORTS_STARTUP: dict[str, bool] = {
+    "claude-code": True,  # SessionStart when the TUI comes up
+    "codex": False,  # 0.171 starts its thread (and SessionStart) with the first prompt
+    "opencode": False,  # the plugin loads seconds before the TUI reads keys
+    "pi": True,  # session_start
+    "gemini-cli": True,  # SessionStart, held until READY_SCREEN shows
+    "qwen-code": True,  # SessionStart, a little early: held until READY_SCREEN shows
+}
+"""Whether the agent's extension reports Ready by itself. For one that does not,
+ptyvisor calls the session Ready when the screen shows its input prompt
+(`READY_SCREEN`), or else once its start-up has drawn something and gone quiet. For
+one that does and has a `READY_SCREEN`, its report waits for that prompt."""
+
+READY_SCREEN: dict[str, str] = {
+    # The composer (its mark, its placeholder) and the footer under it.
+    "codex": r"(?m)^\u203a .*\n(?s:.*)\? for shortcuts",
+    # The prompt box's left border and the key hints below it (home and session views).
+    "opencode": r"(?s)\u2503.*ctrl\+p",
+    # The input box's placeholder (Qwen Code is a fork of Gemini CLI: the same words).
+    "qwen-code": r"Type your message",
+    "gemini-cli": r"Type your message",
+}
+"""An agent's input prompt, drawn: a regex searched in the headless terminal's visible
+rows joined by newlines, while the session is ``starting``. For an agent that cannot
+report Ready, the prompt is its Ready; for one that can, its report is held until the
+prompt shows (or, failing that, until its output goes quiet): Qwen Code 0.24 fires
+SessionStart while it sets up the chat, 0.2-0.7 s before it draws its prompt, and
+keys typed in between are lost; Gemini CLI 0.61 fires it as its configuration is
+ready, with its input box not always live yet on a busy machine. Checked against
+Codex 0.171, OpenCode 1.18.33, Qwen Code 0.24.4 and Gemini CLI 0.61.0 (each reads
+keys from the first frame that shows it)."""
+
+
+BUSY_SCREEN: dict[str, str] = {
+    # The status line over the composer: "• Working (0s • esc to interrupt)"; its
+    # header changes ("Working", a reasoning summary), the hint does not.
+    "codex": r"\u2022 esc to interrupt\)",
+    # The spinner line: "⠋ Initiating thoughtful gaze... (0s · esc to cancel)". Its
+    # dialogs say ", esc to cancel" without the middle dot.
+    "qwen-code": r"\u00b7 esc to cancel\)",
+}
+"""An agent's busy line, drawn as a turn begins: a regex searched like
+`READY_SCREEN`, while the session is ``waiting``, for agents whose extension reports
+the turn late (see activity.BusyLine). Checked against Codex 0.171 (its first hook comes
+0.4-0.7 s after Enter, the line within 0.1 s) and Qwen Code 0.24.4 (0.3 s and 0.07 s).
+A translated TUI does not match, and its turn shows when the extension reports it."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def extensions_dir() -> Path:
+    """Where the JavaScript extensions are: inside an installed wheel, or the checkout
+    (``agents/extensions`` links the top-level ``agent-extensions/``)."""
+    packaged = Path(__file__).parent / "extensions"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[3] / "agent-extensions"
+
+
+def hook_command(agent: str) -> str:
+    """The hook command, by absolute interpreter path: the agent's PATH does not matter."""
+    return f"{shlex.quote(sys.executable)} -m ptyvisor.agents.hooks {agent}"
+
+
+def claude_settings(
+    agent: str = "claude-code", decision_timeout: int = DECISION_TIMEOUT_SECONDS
+) -> dict[str, object]:
+    """Claude-style command hooks on every event, running ``ptyvisor.agents.hooks <agent>``."""
+
+    def entry(event: str) -> dict[str, object]:
+        timeout = decision_timeout if event == "PermissionRequest" else None
+        return {
+            "type": "command",
+            "command": hook_command(agent),
+            "timeout": timeout or HOOK_TIMEOUT_SECONDS,
+        }
+
+    return {
+        "hooks": {event: [{"matcher": "*", "hooks": [entry(event)]}] for event in CLAUDE_EVENTS}
+    }
+
+
+QWEN_SYSTEM_DEFAULTS = Path("/etc/qwen-code/system-defaults.json")
+"""Where Qwen Code 0.24 reads the system defaults on Linux (unless the variable is set)."""
+QWEN_LEGACY_MS = 1000
+"""Qwen Code reads a command hook ``timeout`` of 1000 or more as milliseconds."""
+
+
+def qwen_system_defaults(machine: Path | None = None) -> dict[str, object]:
+    """The machine's Qwen Code system defaults with our hooks appended to each event:
+    the same Claude-style hooks (its payloads and answers are Claude's), the
+    PermissionRequest timeout written in milliseconds (Qwen reads ≥1000 so)."""
+    if machine is None:
+        configured = os.environ.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+        machine = Path(configured) if configured else QWEN_SYSTEM_DEFAULTS
+    try:
+        loaded = json.loads(machine.read_text())
+    except (OSError, ValueError):
+        loaded = {}
+    defaults: dict[str, object] = loaded if isinstance(loaded, dict) else {}
+    ours = claude_settings("qwen-code", DECISION_TIMEOUT_SECONDS * QWEN_LEGACY_MS)["hooks"]
+    assert isinstance(ours, dict)
+    return with_our_hooks(defaults, ours)
+
+
+def with_our_hooks(
+    settings: Mapping[str, object], ours: Mapping[str, list[object]]
+) -> dict[str, object]:
+    """``settings`` with our hook entries appended to each event's: theirs run first,
+    and whatever else the file holds is kept as it is."""
+    theirs = settings.get("hooks")
+    hooks: dict[str, object] = dict(theirs) if isinstance(theirs, Mapping) else {}
+    for event, entries in ours.items():
+        before = hooks.get(event)
+        hooks[event] = [*(before if isinstance(before, list) else []), *entries]
+    return {**settings, "hooks": hooks}
+
+
+def codex_overrides() -> list[str]:
+    """``-c`` overrides adding our hook to every event, as TOML inline values."""
+    command = json.dumps(hook_command("codex"))  # a JSON string is a valid TOML basic string
+    args: list[str] = []
+    for event in CODEX_EVENTS:
+        timeout = (
+            CODEX_DECISION_TIMEOUT_SECONDS if event == "PermissionRequest" else HOOK_TIMEOUT_SECONDS
+        )
+        entry = f'{{ type = "command", command = {command}, timeout = {timeout} }}'
+        args += ["-c", f"hooks.{event}=[{{ hooks = [{entry}] }}]"]
+    return args
+
+
+def gemini_settings(user: Mapping[str, object]) -> dict[str, object]:
+    """The user's Gemini settings with our hook appended to each event we report."""
+    hook = {
+        "name": GEMINI_HOOK_NAME,
+        "type": "command",
+        "command": hook_command("gemini-cli"),
+        "timeout": HOOK_TIMEOUT_SECONDS * 1000,  # milliseconds
+    }
+    return with_our_hooks(
+        user, {event: [{"matcher": "*", "hooks": [hook]}] for event in GEMINI_EVENTS}
+    )
+
+
+_JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
+
+
+def read_jsonc(path: Path) -> dict[str, object] | None:
+    """A settings file as Gemini reads it (JSON with comments): {} when there is none,
+    None when it cannot be read as an object."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        value = json.loads(_JSONC_NOISE.sub(lambda m: m.group(1) or "", raw))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+GEMINI_STATE_DIRS = ("tmp",)
+"""Where Gemini keeps conversations (``tmp/<project>/chats``): made in the user's
+``.gemini`` first, as Gemini itself would, so that a first run's history is theirs
+(and resumable) rather than the session folder's."""
+
+
+GEMINI_HEADLESS_IF_TRUE = ("CI", "GITHUB_ACTIONS")
+"""Gemini CLI 0.61 runs headless (no TUI: "No input provided via stdin", exit 42)
+when either is exactly ``true``, whatever its terminal."""
+
+
+def gemini_not_headless(env: Mapping[str, str]) -> dict[str, str]:
+    """Under ptyvisor Gemini always has a terminal, so a server started in CI (or from
+    a GitHub Actions job) must not make it headless: such a variable is passed on as
+    ``1``, which Gemini does not take for ``true`` and CI detectors still take for set."""
+    return {name: "1" for name in GEMINI_HEADLESS_IF_TRUE if env.get(name) == "true"}
+
+
+def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
+    """The session's ``GEMINI_CLI_HOME`` (see the module notes): its ``.gemini`` links
+    the user's entries, its ``.agents`` (user skills, also under Gemini's home) is the
+    user's. A user settings file Gemini could not read either is linked as it is:
+    Gemini reports it, and the session goes unreported."""
+    user_home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home()))
+    theirs = user_home / ".gemini"
+    home = session_dir / "gemini"
+    ours = home / ".gemini"
+    ours.mkdir(parents=True, exist_ok=True)
+    if not os.path.lexists(home / ".agents"):
+        (home / ".agents").symlink_to(user_home / ".agents")
+    for name in GEMINI_STATE_DIRS:
+        with contextlib.suppress(OSError):
+            (theirs / name).mkdir(parents=True, exist_ok=True)
+    try:
+        entries = sorted(theirs.iterdir())
+    except OSError:
+        entries = []
+    for entry in entries:
+        link = ours / entry.name
+        if entry.name != "settings.json" and not os.path.lexists(link):
+            link.symlink_to(entry)
+    settings = ours / "settings.json"
+    user = read_jsonc(theirs / "settings.json")
+    if user is None:
+        if not os.path.lexists(settings):
+            settings.symlink_to(theirs / "settings.json")
+    else:
+        settings.write_text(json.dumps(gemini_settings(user), indent=2) + "\n")
+    return home
+
+
+def launch(
+    agent: AgentName,
+    args: Sequence[str],
+    *,
+    session_dir: Path,
+    resume: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Launch:
+    """The argv and environment additions that start ``agent`` with our extension;
+    ``resume``: the agent's own id of a conversation to continue (`resume_args`);
+    ``env``: the environment the agent will get (where the user's config is)."""
+    extra = resume_args(agent, resume) if resume is not None else []
+    match agent:
+        case "claude-code":
+            settings = json.dumps(claude_settings(), separators=(",", ":"))
+            return Launch(["claude", "--settings", settings, *args, *extra])
+        case "codex":
+            # Codex refuses a flag given twice, so one the user passed is not repeated.
+            # Resuming is a subcommand (``resume <id>``), which the flags follow.
+            flags = [f for f in CODEX_FLAGS if f not in args]
+            head, tail = (extra[:1], extra[1:]) if extra else ([], [])
+            return Launch(["codex", *head, *flags, *codex_overrides(), *args, *tail])
+        case "opencode":
+            plugin_dir = session_dir / "opencode" / "plugin"
+            plugin_dir.mkdir(parents=True, exist_ok=True)
+            source = extensions_dir() / "opencode" / "ptyvisor.js"
+            target = plugin_dir / "ptyvisor.js"
+            if not target.exists():
+                target.symlink_to(source)
+            # The TUI plugin, by path: OpenCode adds the plugins of this tui.json to
+            # the user's own (~/.config/opencode/tui.json), which stay untouched.
+            tui_plugin = extensions_dir() / "opencode" / "ptyvisor-tui.js"
+            tui_config = {"plugin": [str(tui_plugin)]}
+            (session_dir / "opencode" / "tui.json").write_text(json.dumps(tui_config))
+            return Launch(
+                ["opencode", *args, *extra],
+                {"OPENCODE_CONFIG_DIR": str(session_dir / "opencode")},
+            )
+        case "qwen-code":
+            defaults = session_dir / "qwen-code" / "system-defaults.json"
+            defaults.parent.mkdir(parents=True, exist_ok=True)
+            defaults.write_text(json.dumps(qwen_system_defaults(), indent=2))
+            return Launch(
+                ["qwen", *args, *extra], {"QWEN_CODE_SYSTEM_DEFAULTS_PATH": str(defaults)}
+            )
+        case "pi":
+            if any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
+                return Launch(["pi", *args, *extra])  # machine-read stdout: no frames there
+            extension = extensions_dir() / "pi" / "ptyvisor.js"
+            return Launch(["pi", "--extension", str(extension), *args, *extra])
+        case "gemini-cli":
+            environment = os.environ if env is None else env
+            home = gemini_home(session_dir, environment)
+            return Launch(
+                ["gemini", *args, *extra],
+                {"GEMINI_CLI_HOME": str(home), **gemini_not_headless(environment)},
+            )
+
+
+RESUME_OPTION: dict[AgentName, str] = {
+    "claude-code": "--resume",
+    "gemini-cli": "--resume",
+    "qwen-code": "--resume",
+    "opencode": "--session",
+    "pi": "--session",
+}
+"""Each agent's option to continue a conversation (Codex's is the subcommand
+``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
+1.18 (``--session``), Pi 0.73 (a session UUID or a prefix of it), Gemini CLI 0.61
+(``--resume <uuid>``), Qwen Code 0.24."""
+SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
+"""Agents whose parser takes no ``--option=value``: Pi 0.73 reads ``--session=x`` as
+an unknown flag for its extensions. Their id goes as the next word, which
+`native_id_problem` has made sure cannot be read as an option."""
+
+
+def resume_args(agent: AgentName, native_session_id: str) -> list[str]:
+    """The agent's own way to continue conversation ``native_session_id``, as one
+    ``--option=value`` word where the agent's parser takes that (see
+    `RESUME_OPTION`); raises `BadNativeId` for an id not shaped like the agent's (a
+    frame is untrusted, and so is a record written by an older version)."""
+    problem = native_id_problem(agent, native_session_id)
+    if problem is not None:
+        raise BadNativeId(problem)
+    if agent == "codex":
+        return ["resume", native_session_id]
+    option = RESUME_OPTION[agent]
+    if agent in SEPARATE_VALUE:
+        return [option, native_session_id]
+    return [f"{option}={native_session_id}"]

@@ -1,0 +1,419 @@
+"""An async Python client for the ptyvisor server, used by the CLI and the tests.
+
+    async with Client.connect(url, token) as client:
+        session = await client.spawn(["bash"])
+        await client.attach(session.id)
+        async for event in client.events():
+            ...   # Output(seq, data) or a typed server message
+
+The client remembers the seq it has reached on the attached session, so
+`reconnect()` resumes with exactly the bytes it missed (or a snapshot when they
+are gone). Replies are matched to requests by ``req_id``; everything else (output,
+activity/process changes, session-list pushes) arrives through `events()`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import math
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Self
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from ptyvisor.errors import Disconnected, ServerError
+from ptyvisor.wire.jsontext import is_text
+from ptyvisor.wire.protocol import (
+    SERVER_MESSAGE,
+    Attached,
+    Captured,
+    Error,
+    Exported,
+    Hello,
+    ServerMessage,
+    Sessions,
+    SessionStats,
+    SessionSummary,
+    SignalName,
+    Snapshot,
+    SnapshotMessage,
+    Spawned,
+    Stats,
+    Timeline,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Terminal output of the attached session; ``seq`` is the seq of its first byte."""
+
+    seq: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLost:
+    """The connection dropped without `aclose`; call `reconnect()` to resume."""
+
+    reason: str
+
+
+Event = Output | ConnectionLost | ServerMessage
+
+
+class Client:
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url
+        self._token = token
+        self._ws: ClientConnection | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, MemoryObjectSendStream[ServerMessage]] = {}
+        # Unbounded on purpose: replies share the socket with output, so a bounded
+        # queue would either lose output or deadlock a caller awaiting a reply while
+        # not reading events. The server bounds what it sends; consume `events()`.
+        self._events_in, self._events_out = anyio.create_memory_object_stream[Event](math.inf)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.hello: Hello | None = None
+        self.session_id: str | None = None
+        self.seq: int | None = None
+        self._answers_queries = False
+        self._size: tuple[int, int] | None = None
+        self._view_only = False
+        self._closing = False
+
+    # ------------------------------------------------------------------ connection
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, url: str, token: str | None) -> AsyncIterator[Self]:
+        client = cls(url, token)
+        async with anyio.create_task_group() as tg:
+            client._tg = tg
+            await client._open()
+            try:
+                yield client
+            finally:
+                await client.aclose()
+                tg.cancel_scope.cancel()
+
+    async def _open(self) -> None:
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        self._ws = await connect(
+            self.url,
+            additional_headers=headers,
+            max_size=None,
+            compression=None,
+            open_timeout=10,
+        )
+        first = SERVER_MESSAGE.validate_json(await self._ws.recv())
+        if not isinstance(first, Hello):
+            raise Disconnected(f"unexpected greeting: {first.type}")
+        self.hello = first
+        assert self._tg is not None
+        self._tg.start_soon(self._read_loop, self._ws)
+
+    async def aclose(self) -> None:
+        """Close the connection; also when cancelled (a stream abandoned midway),
+        which must still release everything and say goodbye to the server."""
+        self._closing = True
+        self._events_in.close()
+        self._events_out.close()
+        if self._ws is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._ws.close()
+
+    async def reconnect(self, *, resume: bool = True, scrollback: bool = True) -> Attached | None:
+        """Open a new connection and, if a session was attached, resume from our seq
+        (``resume``: exactly the missed bytes if still held) or from a fresh snapshot."""
+        if self._ws is not None:
+            old, self._ws = self._ws, None
+            await old.close()
+        await self._open()
+        if self.session_id is None:
+            return None
+        return await self.attach(
+            self.session_id,
+            since=self.seq if resume else None,
+            answers_queries=self._answers_queries,
+            scrollback=scrollback,
+            size=self._size,
+            view_only=self._view_only,
+        )
+
+    async def _read_loop(self, ws: ClientConnection) -> None:
+        try:
+            async for message in ws:
+                if isinstance(message, bytes):
+                    if self.seq is not None:
+                        self._emit(Output(self.seq, message))
+                        self.seq += len(message)
+                    continue
+                parsed = SERVER_MESSAGE.validate_json(message)
+                self._track(parsed)
+                req_id = getattr(parsed, "req_id", None)
+                waiter = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
+                if waiter is not None:
+                    waiter.send_nowait(parsed)
+                    waiter.close()
+                else:
+                    self._emit(parsed)
+        except ConnectionClosed:
+            pass
+        finally:
+            if ws is self._ws:
+                for waiter in self._pending.values():
+                    waiter.close()
+                self._pending.clear()
+                if not self._closing:
+                    self._emit(ConnectionLost(str(ws.close_reason or "connection closed")))
+
+    def _track(self, message: ServerMessage) -> None:
+        """Follow the stream position: every snapshot or attach restarts it."""
+        if isinstance(message, Attached):
+            self.seq = message.seq
+        elif isinstance(message, SnapshotMessage) and message.reason == "lagging":
+            self.seq = message.snapshot.seq
+
+    def _emit(self, event: Event) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError):
+            self._events_in.send_nowait(event)
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Output and unsolicited messages, in arrival order; ends when the client closes."""
+        with contextlib.suppress(anyio.ClosedResourceError):
+            async for event in self._events_out:
+                yield event
+
+    async def next_event(self, wait: float = 10) -> Event:
+        with anyio.fail_after(wait):
+            return await self._events_out.receive()
+
+    # ------------------------------------------------------------------ requests
+
+    async def request(self, message: dict[str, Any], wait: float = 30) -> ServerMessage:
+        """Send one request and wait for its reply; raises ServerError on ``error``."""
+        if self._ws is None:
+            raise Disconnected("not connected")
+        req_id = next(self._ids)
+        send, receive = anyio.create_memory_object_stream[ServerMessage](1)
+        self._pending[req_id] = send
+        try:
+            await self._ws.send(json.dumps({**message, "req_id": req_id}))
+            with anyio.fail_after(wait):
+                try:
+                    reply = await receive.receive()
+                except anyio.EndOfStream:
+                    raise Disconnected("connection closed before the reply") from None
+        except ConnectionClosed as error:
+            raise Disconnected(str(error)) from None
+        finally:
+            self._pending.pop(req_id, None)
+            send.close()
+            receive.close()
+        if isinstance(reply, Error):
+            raise ServerError(reply.code, reply.message)
+        return reply
+
+    async def list(self, *, all: bool = False) -> list[SessionSummary]:
+        """The sessions; with ``all``, also the past ones the records keep."""
+        reply = await self.request({"type": "list", "all": all})
+        assert isinstance(reply, Sessions)
+        return reply.sessions
+
+    async def resume(self, session_id: str, *, rerun: bool = False) -> SessionSummary:
+        """Start ``session_id`` again on its own conversation (see protocol.Resume)."""
+        reply = await self.request({"type": "resume", "session": session_id, "rerun": rerun})
+        assert isinstance(reply, Spawned)
+        return reply.session
+
+    async def watch_sessions(self) -> None:
+        await self.request({"type": "watch_sessions"})
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        name: str | None = None,
+        cols: int = 80,
+        rows: int = 24,
+        agent: str | None = None,
+        record: bool = False,
+    ) -> SessionSummary:
+        """Start a program. Arguments and a directory that are not valid UTF-8 (as
+        ``os.fsdecode`` names them) are sent as their exact bytes."""
+        message: dict[str, Any] = {
+            "type": "spawn",
+            "agent": agent,
+            "env": env or {},
+            "name": name,
+            "cols": cols,
+            "rows": rows,
+            "record": record,
+        }
+        if all(map(is_text, argv)):
+            message["argv"] = list(argv)
+        else:
+            message["argv_bytes"] = [_base64(arg) for arg in argv]
+        if cwd is None or is_text(cwd):
+            message["cwd"] = cwd
+        else:
+            message["cwd_bytes"] = _base64(cwd)
+        reply = await self.request(message)
+        assert isinstance(reply, Spawned)
+        return reply.session
+
+    async def attach(
+        self,
+        session_id: str,
+        *,
+        since: int | None = None,
+        answers_queries: bool = False,
+        scrollback: bool = True,
+        size: tuple[int, int] | None = None,
+        view_only: bool = False,
+    ) -> Attached:
+        """``size`` (cols, rows): what this client would like; it gets it when no
+        other client holds the size, else with its next input. ``view_only``: watch
+        only (input and resize are refused)."""
+        self.seq = None
+        message: dict[str, Any] = {
+            "type": "attach",
+            "session": session_id,
+            "since": since,
+            "answers_queries": answers_queries,
+            "scrollback": scrollback,
+            "view_only": view_only,
+        }
+        if size is not None:
+            message["cols"], message["rows"] = size
+        reply = await self.request(message)
+        assert isinstance(reply, Attached)
+        self.session_id = session_id
+        self._answers_queries = answers_queries
+        self._size = size
+        self._view_only = view_only
+        return reply
+
+    async def detach(self) -> None:
+        await self.request({"type": "detach"})
+        self.session_id = None
+        self.seq = None
+
+    async def send_input(self, data: bytes | str) -> None:
+        """Raw input to the attached session (binary message; no reply)."""
+        if self._ws is None:
+            raise Disconnected("not connected")
+        try:
+            await self._ws.send(data.encode() if isinstance(data, str) else data)
+        except ConnectionClosed as error:
+            raise Disconnected(str(error)) from None
+
+    async def input(self, session_id: str, data: str) -> None:
+        await self.request({"type": "input", "session": session_id, "data": data})
+
+    async def resize(self, session_id: str, cols: int, rows: int) -> None:
+        await self.request({"type": "resize", "session": session_id, "cols": cols, "rows": rows})
+        if session_id == self.session_id:
+            self._size = (cols, rows)  # what a reconnect attaches with
+
+    async def signal(self, session_id: str, signal: SignalName) -> None:
+        await self.request({"type": "signal", "session": session_id, "signal": signal})
+
+    async def send_keys(
+        self, session_id: str, *keys: str, literal: bool = False, paste: bool = False
+    ) -> None:
+        """Keys by name and text, as tmux's send-keys (see `ptyvisor.terminal.keys`)."""
+        await self.request(
+            {
+                "type": "send_keys",
+                "session": session_id,
+                "keys": list(keys),
+                "literal": literal,
+                "paste": paste,
+            }
+        )
+
+    async def capture(
+        self, session_id: str, *, scrollback: int = 0, ansi: bool = False
+    ) -> Captured:
+        """The screen as text rows (see protocol.Capture)."""
+        reply = await self.request(
+            {"type": "capture", "session": session_id, "scrollback": scrollback, "ansi": ansi}
+        )
+        assert isinstance(reply, Captured)
+        return reply
+
+    async def export(self, session_id: str) -> str:
+        """What the session's replay log holds, as asciicast v2 text (see protocol.Export)."""
+        reply = await self.request({"type": "export", "session": session_id})
+        assert isinstance(reply, Exported)
+        return reply.asciicast
+
+    async def timeline(self, session_id: str) -> Timeline:
+        """The session's recorded activity transitions (live or past)."""
+        reply = await self.request({"type": "timeline", "session": session_id})
+        assert isinstance(reply, Timeline)
+        return reply
+
+    async def kill(self, session_id: str) -> None:
+        await self.request({"type": "kill", "session": session_id})
+
+    async def close(self, session_id: str) -> None:
+        await self.request({"type": "close", "session": session_id})
+
+    async def snapshot(self, session_id: str, *, scrollback: bool = True) -> Snapshot:
+        reply = await self.request(
+            {"type": "snapshot", "session": session_id, "scrollback": scrollback}
+        )
+        assert isinstance(reply, SnapshotMessage)
+        return reply.snapshot
+
+    async def stats(self, session_id: str) -> SessionStats:
+        reply = await self.request({"type": "stats", "session": session_id})
+        assert isinstance(reply, Stats)
+        return reply.stats
+
+    async def answer(
+        self,
+        session_id: str,
+        interaction_id: str,
+        *,
+        behavior: str | None = None,
+        message: str | None = None,
+        suggestion: int | None = None,
+        answers: Mapping[str, Sequence[str] | str] | None = None,
+    ) -> None:
+        """Answer a pending interaction; raises ServerError (``gone``, ``bad_request``)."""
+        await self.request(
+            {
+                "type": "answer",
+                "session": session_id,
+                "interaction": interaction_id,
+                "behavior": behavior,
+                "message": message,
+                "suggestion": suggestion,
+                "answers": answers,
+            }
+        )
+
+    async def send_message(self, session_id: str, message: str) -> None:
+        """Queue ``message`` for the next Stop; ServerError ``not_running``, ``bad_request``."""
+        await self.request({"type": "send", "session": session_id, "message": message})
+
+    async def unsend(self, session_id: str) -> None:
+        await self.request({"type": "unsend", "session": session_id})
+
+
+def _base64(name: str) -> str:
+    return base64.b64encode(os.fsencode(name)).decode("ascii")

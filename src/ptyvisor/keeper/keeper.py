@@ -1,0 +1,580 @@
+"""The keeper: the small process that owns every program, so programs outlive the server.
+
+``ptyvisor serve`` is the keeper. It takes the state directory's lock, binds the
+port and the control socket, and starts the *server* (``python -m ptyvisor.server.worker``:
+scanner, log, terminal, WebSockets — everything else) as its child, handing it the
+listening sockets. When the server asks, the keeper forks a program (spawn.py) and
+hands back duplicates of its PTY master and of a shared-memory ring (ring.py) that
+the server copies the output into; it keeps its own copies, reaps the program when
+it exits, and tells the server.
+
+If the server dies (a crash, ``kill -9``, the OOM killer), or stops answering the
+keeper's heartbeat (stopped, deadlocked: its event loop answers ``ping`` every
+second, and `UNANSWERED_SECONDS` of silence gets it killed), the keeper starts a new
+one at once and hands it every program: pids, PTY masters, rings, and the exit
+statuses reaped meanwhile. The port never closes, so clients just reconnect, and
+nothing a program wrote meanwhile is lost: it waits in its terminal. A planned
+restart (``ptyvisor restart``, or SIGUSR2) also hands over what only the server
+knew — screens, activity, queued messages — in memory.
+
+Stopping (SIGTERM, SIGINT, SIGHUP) stops the server, then every program: HUP (and
+CONT), KILL after a grace period, and everything they started, however detached —
+the keeper is a child subreaper, so orphans become its children — is reaped before
+it exits.
+
+Small enough to trust: stdlib only, no asyncio, no pydantic, one thread, and it
+never parses program output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import fcntl
+import logging
+import os
+import selectors
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ptyvisor.config import ServerConfig, control_path
+from ptyvisor.errors import BadLinkMessage, SpawnError, Truncated
+from ptyvisor.keeper import descriptors, logs, proctable, ring, spawn
+from ptyvisor.keeper import options as serve_options
+from ptyvisor.wire import link as wire
+
+log = logging.getLogger("ptyvisor.keeper")
+
+LOCK_FILE = "serve.lock"
+STOP_GRACE_SECONDS = 2.0
+"""How long programs get between HUP and KILL when the server stops."""
+SERVER_STOP_SECONDS = 5.0
+"""How long the server process gets to finish before it is killed."""
+RESTART_BACKOFF = (0.0, 0.5, 1, 2, 5, 10)
+"""Delays before restarting a server that keeps dying before it serves (a broken
+upgrade, say); one that served is replaced at once."""
+HEARTBEAT_SECONDS = 1.0
+"""How often the keeper asks the server process whether its event loop still runs."""
+UNANSWERED_SECONDS = 10.0
+"""A server silent this long (stopped, deadlocked, its loop blocked) is replaced, as a
+crashed one is: no program notices."""
+START_SECONDS = 60.0
+"""How long a new server has to say it serves (it adopts every program first)."""
+PR_SET_CHILD_SUBREAPER = 36
+HANDLED_SIGNALS = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
+
+
+@dataclass
+class Program:
+    """A running (or exited, not yet forgotten) program the keeper owns."""
+
+    session: str
+    pid: int
+    master: int
+    ring: int
+    tty: str
+    identity: dict[str, Any]
+    cols: int
+    rows: int
+    status: int | None = None
+
+
+def main(argv: list[str]) -> int:
+    """``ptyvisor serve``."""
+    parser = argparse.ArgumentParser(
+        prog="ptyvisor serve",
+        description="Run the server: the page, the WebSocket API and every session. "
+        "Programs outlive a crash or restart of the server process.",
+    )
+    serve_options.add_arguments(parser)
+    options = parser.parse_args(argv)
+    problem = serve_options.check(options)
+    if problem is None:
+        try:
+            config, explicit_token = serve_options.make_config(options)
+        except (OSError, ssl.SSLError) as error:
+            problem = f"cannot use the state directory or TLS files: {error}"
+    if problem is not None:
+        print(f"ptyvisor serve: {problem}", file=sys.stderr)
+        return 2
+    warning = serve_options.beyond_loopback_warning(config)
+    if warning is not None:
+        print(f"ptyvisor serve: {warning}", file=sys.stderr, flush=True)
+    logs.configure(options.verbose)
+    if options.no_keeper:
+        from ptyvisor.server.worker import serve_in_process
+
+        return serve_in_process(config, explicit_token=explicit_token)
+    lock = _take_lock(config.state_dir)
+    if isinstance(lock, str):
+        print(f"ptyvisor serve: {lock}", file=sys.stderr)
+        return 1
+    try:
+        keeper = Keeper(config, explicit_token=explicit_token, verbose=options.verbose)
+    except OSError as error:
+        print(descriptors.listen_failure(config.host, config.port, error), file=sys.stderr)
+        return 1
+    return keeper.run()
+
+
+def _take_lock(state_dir: Path) -> int | str:
+    """An exclusive lock on the state directory (kept until exit), or why not."""
+    path = state_dir / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        return f"another ptyvisor serve (pid {holder}) is running on {state_dir}"
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def lock_holder(state_dir: Path) -> int | None:
+    """The pid of the ``serve`` holding ``state_dir``'s lock, if one does."""
+    try:
+        fd = os.open(state_dir / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else None
+        return None  # nobody holds it
+    finally:
+        os.close(fd)
+
+
+def _become_subreaper() -> None:
+    """Orphans of our programs become our children (Linux), so we can stop and reap them."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+class Keeper:
+    def __init__(self, config: ServerConfig, *, explicit_token: bool, verbose: bool) -> None:
+        self.config = config
+        self._explicit_token = explicit_token
+        self._verbose = verbose
+        descriptors.raise_nofile_limit()
+        _become_subreaper()
+        self.tcp = socket.create_server(
+            (config.host, config.port),
+            family=socket.AF_INET6 if ":" in config.host else socket.AF_INET,
+            backlog=512,
+        )
+        config.port = self.tcp.getsockname()[1]
+        host = config.host if ":" not in config.host else f"[{config.host}]"
+        config.url = f"{'wss' if config.tls_cert is not None else 'ws'}://{host}:{config.port}/"
+        self.control = descriptors.bind_private_unix(control_path(config.state_dir))
+        config.control_path = "" if self.control is None else str(control_path(config.state_dir))
+        self.programs: dict[str, Program] = {}
+        self._by_pid: dict[int, Program] = {}
+        self.server: subprocess.Popen[bytes] | None = None
+        self.link: socket.socket | None = None
+        self._outgoing: deque[tuple[bytes, list[int], int | None]] = deque()
+        self._handover: list[dict[str, Any]] | None = None
+        self._announced = False
+        self._stopping = False
+        self._restarting = False
+        self._server_started = 0.0
+        self._served = False
+        self._failed_starts = 0
+        self._next_start = 0.0
+        self._server_deadline: float | None = None
+        self._last_heard = 0.0
+        """When the server process last said anything on the link."""
+        self._last_ping = 0.0
+        self._pings = 0
+        self._selector = selectors.DefaultSelector()
+        self._signals: deque[int] = deque()
+        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self) -> int:
+        for signum in (
+            signal.SIGCHLD,
+            signal.SIGTERM,
+            signal.SIGINT,
+            signal.SIGHUP,
+            signal.SIGUSR2,
+        ):
+            signal.signal(signum, self._on_signal)
+        signal.set_wakeup_fd(self._wake_write, warn_on_full_buffer=False)
+        self._selector.register(self._wake_read, selectors.EVENT_READ)
+        try:
+            while True:
+                starting = self.server is None and not self._stopping
+                if starting and time.monotonic() >= self._next_start:
+                    self._start_server()
+                if self._stopping and self.server is None:
+                    self._stop_programs()
+                    return 0
+                self._wait_for_events()
+        finally:
+            self._close()
+
+    def _wait_for_events(self) -> None:
+        timeout = HEARTBEAT_SECONDS
+        if self.server is None and not self._stopping:
+            timeout = max(0.0, self._next_start - time.monotonic())
+        if self._server_deadline is not None:
+            timeout = min(timeout, max(0.0, self._server_deadline - time.monotonic()))
+        if self.link is not None:
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self._outgoing else 0)
+            self._selector.modify(self.link, events)
+        for key, mask in self._selector.select(timeout):
+            if key.fd == self._wake_read:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_read, 4096)
+            elif self.link is not None and key.fd == self.link.fileno():
+                if mask & selectors.EVENT_WRITE:
+                    self._flush()
+                if mask & selectors.EVENT_READ and self.link is not None:
+                    self._read_link()
+        while self._signals:
+            self._handle_signal(self._signals.popleft())
+        self._heartbeat()
+        if self._server_deadline is not None and time.monotonic() >= self._server_deadline:
+            self._server_deadline = None
+            if self.server is not None:
+                log.warning("the server did not finish in time; killing it")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.server.pid, signal.SIGKILL)
+
+    def _heartbeat(self) -> None:
+        """Ask the server process whether it still runs; replace one that has been
+        silent too long. Not while it is told to stop or restart: those have their
+        own deadline."""
+        if self.server is None or self.link is None or self._server_deadline is not None:
+            return
+        now = time.monotonic()
+        silent = now - self._last_heard
+        if silent > (UNANSWERED_SECONDS if self._served else START_SECONDS):
+            log.warning(
+                "the server process %d has not answered for %.0f s (stopped or stuck); "
+                "replacing it, programs keep running",
+                self.server.pid,
+                silent,
+            )
+            self._drop_link()  # what it would say now is not to be trusted
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.server.pid, signal.SIGKILL)
+            return
+        if self._served and now - self._last_ping >= HEARTBEAT_SECONDS:
+            self._last_ping = now
+            self._pings += 1
+            self._send(wire.Ping(self._pings))
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        del frame
+        self._signals.append(signum)
+
+    def _handle_signal(self, signum: int) -> None:
+        if signum == signal.SIGCHLD:
+            self._reap()
+        elif signum == signal.SIGUSR2:
+            self._restart()
+        elif not self._stopping:
+            log.info("stopping: every program is stopped first")
+            self._stopping = True
+            self._tell_server(wire.Stop(), deadline=SERVER_STOP_SECONDS)
+
+    # ------------------------------------------------------------------ the server
+
+    def _start_server(self) -> None:
+        keeper_end, server_end = wire.pair()
+        fds = [server_end.fileno(), self.tcp.fileno()]
+        if self.control is not None:
+            fds.append(self.control.fileno())
+        argv = [sys.executable, "-m", "ptyvisor.server.worker", *map(str, fds)]
+        self.server = subprocess.Popen(
+            argv, pass_fds=fds, stdin=subprocess.DEVNULL, process_group=0, close_fds=True
+        )
+        server_end.close()
+        keeper_end.setblocking(False)
+        self.link = keeper_end
+        self._selector.register(keeper_end, selectors.EVENT_READ)
+        self._server_started = self._last_heard = time.monotonic()
+        self._served = False
+        config = {**self.config.to_json(), "url": self.config.url}
+        config["control_path"] = self.config.control_path
+        config["verbose"] = self._verbose
+        self._send(wire.Config(version=wire.VERSION, config=config))
+        for program in self.programs.values():
+            adopt = wire.Adopt(
+                session=program.session,
+                pid=program.pid,
+                tty=program.tty,
+                identity=program.identity,
+                cols=program.cols,
+                rows=program.rows,
+                status=program.status,
+            )
+            self._send(adopt, [program.master, program.ring])
+        self._send(wire.Adopted(state=self._handover))
+        self._handover = None
+        log.info("server process %d started with %d programs", self.server.pid, len(self.programs))
+
+    def _server_exited(self, status: int) -> None:
+        assert self.server is not None
+        code = os.waitstatus_to_exitcode(status)
+        self._drop_link()
+        self.server = None
+        self._server_deadline = None
+        if self._stopping:
+            return
+        if self._restarting:
+            self._restarting = False
+            self._next_start = time.monotonic()
+            return
+        self._failed_starts = 0 if self._served else self._failed_starts + 1
+        delay = RESTART_BACKOFF[min(self._failed_starts, len(RESTART_BACKOFF) - 1)]
+        log.warning(
+            "the server process exited (%s); starting another%s; programs keep running",
+            f"status {code}" if code >= 0 else f"signal {-code}",
+            f" in {delay:g} s" if delay else "",
+        )
+        self._next_start = time.monotonic() + delay
+
+    def _restart(self) -> None:
+        if self._stopping or self.server is None or self._restarting:
+            return
+        log.info("restarting the server process (programs keep running)")
+        self._restarting = True
+        self._tell_server(wire.Restart(), deadline=SERVER_STOP_SECONDS * 2)
+
+    def _tell_server(self, message: wire.ToServer, *, deadline: float) -> None:
+        if self.server is None:
+            return
+        if self.link is not None:
+            self._send(message)
+        self._server_deadline = time.monotonic() + deadline
+
+    # ------------------------------------------------------------------ the link
+
+    def _send(self, message: wire.ToServer, fds: list[int] | None = None) -> None:
+        if self.link is None:
+            return
+        self._outgoing.append(wire.encode(message, fds or ()))
+        self._flush()
+
+    def _flush(self) -> None:
+        while self._outgoing and self.link is not None:
+            packet, fds, blob = self._outgoing[0]
+            try:
+                socket.send_fds(self.link, [packet], fds)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._drop_link()
+                return
+            self._outgoing.popleft()
+            if blob is not None:
+                os.close(blob)
+
+    def _read_link(self) -> None:
+        """Handle what the server sent. A message that is not one of the link's, or
+        whose handling fails, costs that message (logged), never the keeper."""
+        assert self.link is not None
+        while self.link is not None:
+            try:
+                received = wire.receive(self.link)
+            except BlockingIOError:
+                return
+            except (Truncated, BadLinkMessage) as bad:
+                self._last_heard = time.monotonic()
+                log.warning("a message from the server process was dropped: %s", bad)
+                continue
+            except OSError:
+                received = None
+            if received is None:
+                self._drop_link()  # the server is going; SIGCHLD tells when it is gone
+                return
+            message, fds = received
+            self._last_heard = time.monotonic()
+            try:
+                self._handle(message)
+            except Exception:
+                log.exception("handling %s from the server process failed", message.op)
+            finally:
+                for fd in fds:  # nothing the server sends carries descriptors we keep
+                    os.close(fd)
+
+    def _drop_link(self) -> None:
+        if self.link is None:
+            return
+        self._selector.unregister(self.link)
+        self.link.close()
+        self.link = None
+        for _packet, _fds, blob in self._outgoing:
+            if blob is not None:
+                os.close(blob)
+        self._outgoing.clear()
+
+    def _handle(self, message: wire.Message) -> None:
+        match message:
+            case wire.Spawn():
+                self._spawn(message)
+            case wire.Size(session=session, cols=cols, rows=rows):
+                program = self.programs.get(session)
+                if program is not None:
+                    program.cols, program.rows = cols, rows
+            case wire.IdentityChanged(session=session, identity=identity):
+                program = self.programs.get(session)  # renamed: what the next server
+                if program is not None:  # adopts it as
+                    program.identity = identity
+            case wire.Forget(session=session):
+                self._forget(session)
+            case wire.Handover(sessions=sessions):
+                self._handover = sessions
+            case wire.Ready():
+                self._served = True
+                if not self._announced:
+                    self._announced = True
+                    lines = serve_options.announce(self.config, explicit_token=self._explicit_token)
+                    print("\n".join(lines), flush=True)
+            case wire.Pong():
+                pass  # heard: that is all a pong is for
+            case _:
+                log.warning("the server process sent %s, which only the keeper sends", message.op)
+
+    # ------------------------------------------------------------------ programs
+
+    def _spawn(self, message: wire.Spawn) -> None:
+        """Start a program; every request gets an answer, whatever goes wrong (the
+        server waits for it)."""
+        try:
+            self._start_program(message.id, message.spec)
+        except Exception as error:
+            log.exception("cannot start a program")
+            self._send(wire.SpawnFailed(id=message.id, reason=f"keeper: {error}"))
+
+    def _start_program(self, request: int, spec: wire.ProgramSpec) -> None:
+        try:
+            started = spawn.start(
+                spec.argv, cwd=spec.cwd, env=spec.env, cols=spec.cols, rows=spec.rows
+            )
+        except SpawnError as error:
+            self._send(wire.SpawnFailed(id=request, reason=str(error)))
+            return
+        try:
+            ring_fd = ring.create(spec.ring_capacity)
+        except OSError as error:
+            _kill_and_reap(started.pid)
+            os.close(started.fd)
+            self._send(wire.SpawnFailed(id=request, reason=f"no memory: {error}"))
+            return
+        program = Program(
+            session=spec.session_id,
+            pid=started.pid,
+            master=started.fd,
+            ring=ring_fd,
+            tty=started.tty,
+            identity=spec.identity,
+            cols=spec.cols,
+            rows=spec.rows,
+        )
+        self.programs[program.session] = program
+        self._by_pid[program.pid] = program
+        spawned = wire.Spawned(
+            id=request, session=program.session, pid=program.pid, tty=program.tty
+        )
+        self._send(spawned, [program.master, program.ring])
+        self._reap()  # it may be gone already (SIGCHLD came before it was known)
+
+    def _forget(self, session: str) -> None:
+        program = self.programs.pop(session, None)
+        if program is None:
+            return
+        if program.status is None:
+            # Still running (the server gave up on it): stop it like the rest.
+            _signal_tree(program.pid, signal.SIGHUP)
+        self._by_pid.pop(program.pid, None)
+        os.close(program.master)
+        os.close(program.ring)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.server is not None and pid == self.server.pid:
+                self.server.returncode = os.waitstatus_to_exitcode(status)
+                self._server_exited(status)
+                continue
+            program = self._by_pid.get(pid)
+            if program is None:
+                continue  # an orphan a program left behind (we are its subreaper)
+            program.status = status
+            self._send(wire.Exited(session=program.session, status=status))
+
+    def _stop_programs(self) -> None:
+        """HUP every process we own (and CONT, so stopped jobs see it), KILL what is
+        left after the grace period, and reap everything."""
+        everything = proctable.descendants(os.getpid())
+        if everything:
+            log.info("stopping %d processes of %d programs", len(everything), len(self.programs))
+        for signum in (signal.SIGHUP, signal.SIGCONT):
+            for pid in everything:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signum)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while time.monotonic() < deadline and self._reap_all_dead():
+            time.sleep(0.02)
+        for pid in proctable.descendants(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while time.monotonic() < deadline and self._reap_all_dead():
+            time.sleep(0.01)
+
+    def _reap_all_dead(self) -> bool:
+        """Reap what has exited; whether anything of ours is still alive."""
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        return bool(proctable.descendants(os.getpid()))
+
+    def _close(self) -> None:
+        for program in self.programs.values():
+            with contextlib.suppress(OSError):
+                os.close(program.master)
+            with contextlib.suppress(OSError):
+                os.close(program.ring)
+        self.tcp.close()
+        if self.control is not None:
+            self.control.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.config.control_path)
+
+
+def _signal_tree(pid: int, signum: int) -> None:
+    for member in [pid, *proctable.descendants(pid)]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(member, signum)
+
+
+def _kill_and_reap(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
