@@ -710,3 +710,22 @@ def test_inferred_activity_keeps_its_source_across_a_crash(serve: Serve) -> None
 
     back = wait_for(lambda: _quietly(serve, after), "the adopting server")
     assert back == ("working", "terminal", "40%")
+
+
+def test_the_server_process_phases_are_one_table() -> None:
+    """Every phase takes every event it can meet (a missing one is a bug, raised); the
+    paths a server's life takes go where the keeper means them to."""
+    from ptyvisor.keeper.keeper import SERVER_TRANSITIONS, ServerPhase
+
+    events = {"ready", "exited", "restart", "stop"}
+    for phase, takes in SERVER_TRANSITIONS.items():
+        expected = {"start", "stop"} if phase is ServerPhase.BACKING_OFF else events
+        assert set(takes) == expected, phase
+        assert takes["stop"] is ServerPhase.STOPPING
+    life = [("start", "starting"), ("ready", "serving"), ("restart", "restarting"),
+            ("exited", "backing off"), ("start", "starting"), ("exited", "backing off"),
+            ("stop", "stopping")]  # fmt: skip
+    phase = ServerPhase.BACKING_OFF
+    for event, after in life:
+        phase = SERVER_TRANSITIONS[phase][event]  # type: ignore[index]
+        assert phase == after, event

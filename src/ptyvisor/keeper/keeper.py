@@ -43,8 +43,9 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ptyvisor.config import ServerConfig, control_path
 from ptyvisor.errors import BadLinkMessage, SpawnError, Truncated
@@ -71,6 +72,52 @@ START_SECONDS = 60.0
 """How long a new server has to say it serves (it adopts every program first)."""
 PR_SET_CHILD_SUBREAPER = 36
 HANDLED_SIGNALS = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
+
+
+class ServerPhase(StrEnum):
+    """Where the keeper's server process is in its life (one at a time)."""
+
+    BACKING_OFF = "backing off"
+    """No server process: the next one starts at `Keeper._next_start` (at once after a
+    crash of one that served, later and later after one that died before serving)."""
+    STARTING = "starting"
+    """Started; it has not said it serves."""
+    SERVING = "serving"
+    RESTARTING = "restarting"
+    """Told to hand over and go (``ptyvisor restart``); the next starts at once."""
+    STOPPING = "stopping"
+    """Told to stop for good; once it is gone, every program is stopped."""
+
+
+ServerEvent = Literal["start", "ready", "exited", "restart", "stop"]
+SERVER_TRANSITIONS: dict[ServerPhase, dict[ServerEvent, ServerPhase]] = {
+    ServerPhase.BACKING_OFF: {"start": ServerPhase.STARTING, "stop": ServerPhase.STOPPING},
+    ServerPhase.STARTING: {
+        "ready": ServerPhase.SERVING,
+        "exited": ServerPhase.BACKING_OFF,
+        "restart": ServerPhase.RESTARTING,
+        "stop": ServerPhase.STOPPING,
+    },
+    ServerPhase.SERVING: {
+        "ready": ServerPhase.SERVING,
+        "exited": ServerPhase.BACKING_OFF,
+        "restart": ServerPhase.RESTARTING,
+        "stop": ServerPhase.STOPPING,
+    },
+    ServerPhase.RESTARTING: {
+        "ready": ServerPhase.RESTARTING,
+        "exited": ServerPhase.BACKING_OFF,
+        "restart": ServerPhase.RESTARTING,
+        "stop": ServerPhase.STOPPING,
+    },
+    ServerPhase.STOPPING: {
+        "ready": ServerPhase.STOPPING,
+        "exited": ServerPhase.STOPPING,
+        "restart": ServerPhase.STOPPING,
+        "stop": ServerPhase.STOPPING,
+    },
+}
+"""Every phase's events; one a phase does not list is a bug (`Keeper._change`)."""
 
 
 @dataclass
@@ -189,10 +236,9 @@ class Keeper:
         self._outgoing: deque[tuple[bytes, list[int], int | None]] = deque()
         self._handover: list[dict[str, Any]] | None = None
         self._announced = False
-        self._stopping = False
-        self._restarting = False
+        self.phase = ServerPhase.BACKING_OFF
+        """The server process's phase, changed only by `_change`."""
         self._server_started = 0.0
-        self._served = False
         self._failed_starts = 0
         self._next_start = 0.0
         self._server_deadline: float | None = None
@@ -219,10 +265,10 @@ class Keeper:
         self._selector.register(self._wake_read, selectors.EVENT_READ)
         try:
             while True:
-                starting = self.server is None and not self._stopping
-                if starting and time.monotonic() >= self._next_start:
+                backing_off = self.phase is ServerPhase.BACKING_OFF
+                if backing_off and time.monotonic() >= self._next_start:
                     self._start_server()
-                if self._stopping and self.server is None:
+                if self.phase is ServerPhase.STOPPING and self.server is None:
                     self._stop_programs()
                     return 0
                 self._wait_for_events()
@@ -231,7 +277,7 @@ class Keeper:
 
     def _wait_for_events(self) -> None:
         timeout = HEARTBEAT_SECONDS
-        if self.server is None and not self._stopping:
+        if self.phase is ServerPhase.BACKING_OFF:
             timeout = max(0.0, self._next_start - time.monotonic())
         if self._server_deadline is not None:
             timeout = min(timeout, max(0.0, self._server_deadline - time.monotonic()))
@@ -265,7 +311,8 @@ class Keeper:
             return
         now = time.monotonic()
         silent = now - self._last_heard
-        if silent > (UNANSWERED_SECONDS if self._served else START_SECONDS):
+        serving = self.phase is ServerPhase.SERVING
+        if silent > (UNANSWERED_SECONDS if serving else START_SECONDS):
             log.warning(
                 "the server process %d has not answered for %.0f s (stopped or stuck); "
                 "replacing it, programs keep running",
@@ -276,7 +323,7 @@ class Keeper:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.server.pid, signal.SIGKILL)
             return
-        if self._served and now - self._last_ping >= HEARTBEAT_SECONDS:
+        if serving and now - self._last_ping >= HEARTBEAT_SECONDS:
             self._last_ping = now
             self._pings += 1
             self._send(wire.Ping(self._pings))
@@ -285,14 +332,26 @@ class Keeper:
         del frame
         self._signals.append(signum)
 
+    def _change(self, event: ServerEvent) -> ServerPhase:
+        """The one way the server process's phase changes (see `SERVER_TRANSITIONS`);
+        returns the phase it was in. An event its phase does not take is a bug."""
+        before = self.phase
+        try:
+            self.phase = SERVER_TRANSITIONS[before][event]
+        except KeyError:
+            raise LookupError(f"the server process: {event!r} while {before}") from None
+        if self.phase is not before:
+            log.debug("server process: %s -> %s (%s)", before, self.phase, event)
+        return before
+
     def _handle_signal(self, signum: int) -> None:
         if signum == signal.SIGCHLD:
             self._reap()
         elif signum == signal.SIGUSR2:
             self._restart()
-        elif not self._stopping:
+        elif self.phase is not ServerPhase.STOPPING:
             log.info("stopping: every program is stopped first")
-            self._stopping = True
+            self._change("stop")
             self._tell_server(wire.Stop(), deadline=SERVER_STOP_SECONDS)
 
     # ------------------------------------------------------------------ the server
@@ -311,7 +370,7 @@ class Keeper:
         self.link = keeper_end
         self._selector.register(keeper_end, selectors.EVENT_READ)
         self._server_started = self._last_heard = time.monotonic()
-        self._served = False
+        self._change("start")
         config = {**self.config.to_json(), "url": self.config.url}
         config["control_path"] = self.config.control_path
         config["verbose"] = self._verbose
@@ -337,13 +396,14 @@ class Keeper:
         self._drop_link()
         self.server = None
         self._server_deadline = None
-        if self._stopping:
+        before = self._change("exited")
+        if self.phase is ServerPhase.STOPPING:
             return
-        if self._restarting:
-            self._restarting = False
+        if before is ServerPhase.RESTARTING:
             self._next_start = time.monotonic()
             return
-        self._failed_starts = 0 if self._served else self._failed_starts + 1
+        served = before is ServerPhase.SERVING
+        self._failed_starts = 0 if served else self._failed_starts + 1
         delay = RESTART_BACKOFF[min(self._failed_starts, len(RESTART_BACKOFF) - 1)]
         log.warning(
             "the server process exited (%s); starting another%s; programs keep running",
@@ -353,10 +413,10 @@ class Keeper:
         self._next_start = time.monotonic() + delay
 
     def _restart(self) -> None:
-        if self._stopping or self.server is None or self._restarting:
+        if self.phase not in (ServerPhase.STARTING, ServerPhase.SERVING):
             return
         log.info("restarting the server process (programs keep running)")
-        self._restarting = True
+        self._change("restart")
         self._tell_server(wire.Restart(), deadline=SERVER_STOP_SECONDS * 2)
 
     def _tell_server(self, message: wire.ToServer, *, deadline: float) -> None:
@@ -444,7 +504,7 @@ class Keeper:
             case wire.Handover(sessions=sessions):
                 self._handover = sessions
             case wire.Ready():
-                self._served = True
+                self._change("ready")
                 if not self._announced:
                     self._announced = True
                     lines = serve_options.announce(self.config, explicit_token=self._explicit_token)
