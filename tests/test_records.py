@@ -420,7 +420,7 @@ async def test_records_locked_by_another_process_never_hold_the_loop(
         try:
             with anyio.fail_after(30):
                 assert (await holder.stdout.receive()).strip() == b"locked"
-            await client.request({"type": "rename", "session": renamed.id, "name": "waits"})
+            await client.rename(renamed.id, "waits")
             order: list[str] = []
 
             async def list_all() -> None:

@@ -78,3 +78,24 @@ async def test_async_api_finds_the_server_like_the_cli(
         assert (await session.interaction()) is None
         await session.close()
         assert session.id not in {s.id for s in await remote.sessions()}
+
+
+def test_the_blocking_api_mirrors_the_async_one() -> None:
+    """Every public method of the async API has its blocking twin, with the same
+    parameters (names, kinds, defaults): the two cannot drift apart unseen."""
+    import inspect
+
+    from ptyvisor.client import scripting
+    from ptyvisor.client import sync as blocking
+
+    for name in ("Remote", "Session"):
+        asynchronous, synchronous = getattr(scripting, name), getattr(blocking, name)
+        public = [n for n in vars(asynchronous) if not n.startswith("_")]
+        for method in public:
+            if isinstance(vars(asynchronous)[method], property) or method in ("client", "url"):
+                continue
+            theirs = inspect.signature(getattr(asynchronous, method))
+            ours = inspect.signature(getattr(synchronous, method))
+            assert list(ours.parameters.values()) == list(theirs.parameters.values()), (
+                f"{name}.{method}: {ours} is not {theirs}"
+            )

@@ -248,9 +248,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                     write_output, "export", options.asciicast, cast
                 )
             case "rename":
-                await client.request(
-                    {"type": "rename", "session": options.session, "name": options.name}
-                )
+                await client.rename(options.session, options.name)
                 return 0
             case "attach":
                 return await _attach_terminal(client, options.session, options)

@@ -14,7 +14,6 @@ activity/process changes, session-list pushes) arrives through `events()`.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import itertools
 import json
@@ -23,7 +22,7 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Literal, Self, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -34,11 +33,31 @@ from ptyvisor.errors import Disconnected, ServerError
 from ptyvisor.wire.jsontext import is_text
 from ptyvisor.wire.protocol import (
     SERVER_MESSAGE,
+    Answer,
+    Attach,
     Attached,
+    Capture,
     Captured,
+    ClientMessage,
+    Close,
+    Detach,
     Error,
+    Export,
     Exported,
+    GetStats,
+    GetTimeline,
     Hello,
+    Input,
+    Kill,
+    ListSessions,
+    Ok,
+    Rename,
+    RequestSnapshot,
+    Resize,
+    Resume,
+    SendKeys,
+    SendMessage,
+    SendSignal,
     ServerMessage,
     Sessions,
     SessionStats,
@@ -46,10 +65,16 @@ from ptyvisor.wire.protocol import (
     SignalName,
     Snapshot,
     SnapshotMessage,
+    Spawn,
     Spawned,
     Stats,
     Timeline,
+    Unsend,
+    WatchSessions,
 )
+
+R = TypeVar("R", bound=ServerMessage)
+Behavior = Literal["allow", "deny"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,15 +224,25 @@ class Client:
 
     # ------------------------------------------------------------------ requests
 
-    async def request(self, message: dict[str, Any], wait: float = 30) -> ServerMessage:
-        """Send one request and wait for its reply; raises ServerError on ``error``."""
+    async def request(
+        self, message: ClientMessage | Mapping[str, Any], wait: float = 30
+    ) -> ServerMessage:
+        """Send one request and wait for its reply; raises ServerError on ``error``.
+        ``message``: a protocol model (what every method below sends, made without
+        validation: the server is the one that checks, and answers what it refuses with
+        a typed error), or, for tests of what a careless client may send, a plain
+        object."""
         if self._ws is None:
             raise Disconnected("not connected")
         req_id = next(self._ids)
+        if isinstance(message, Mapping):
+            body = json.dumps({**message, "req_id": req_id})
+        else:
+            body = message.model_copy(update={"req_id": req_id}).model_dump_json()
         send, receive = anyio.create_memory_object_stream[ServerMessage](1)
         self._pending[req_id] = send
         try:
-            await self._ws.send(json.dumps({**message, "req_id": req_id}))
+            await self._ws.send(body)
             with anyio.fail_after(wait):
                 try:
                     reply = await receive.receive()
@@ -223,20 +258,26 @@ class Client:
             raise ServerError(reply.code, reply.message)
         return reply
 
+    async def _call(self, message: ClientMessage, kind: type[R]) -> R:
+        """``message``'s reply, which must be a ``kind``."""
+        reply = await self.request(message)
+        if not isinstance(reply, kind):
+            raise Disconnected(f"{message.type} was answered with {reply.type}")
+        return reply
+
     async def list(self, *, all: bool = False) -> list[SessionSummary]:
         """The sessions; with ``all``, also the past ones the records keep."""
-        reply = await self.request({"type": "list", "all": all})
-        assert isinstance(reply, Sessions)
-        return reply.sessions
+        return (
+            await self._call(ListSessions.model_construct(type="list", all=all), Sessions)
+        ).sessions
 
     async def resume(self, session_id: str, *, rerun: bool = False) -> SessionSummary:
         """Start ``session_id`` again on its own conversation (see protocol.Resume)."""
-        reply = await self.request({"type": "resume", "session": session_id, "rerun": rerun})
-        assert isinstance(reply, Spawned)
-        return reply.session
+        request = Resume.model_construct(type="resume", session=session_id, rerun=rerun)
+        return (await self._call(request, Spawned)).session
 
     async def watch_sessions(self) -> None:
-        await self.request({"type": "watch_sessions"})
+        await self._call(WatchSessions.model_construct(type="watch_sessions"), Ok)
 
     async def spawn(
         self,
@@ -250,28 +291,29 @@ class Client:
         agent: str | None = None,
         record: bool = False,
     ) -> SessionSummary:
-        """Start a program. Arguments and a directory that are not valid UTF-8 (as
-        ``os.fsdecode`` names them) are sent as their exact bytes."""
-        message: dict[str, Any] = {
-            "type": "spawn",
-            "agent": agent,
-            "env": env or {},
-            "name": name,
-            "cols": cols,
-            "rows": rows,
-            "record": record,
-        }
+        """Start a program (``agent``: one of the names ``hello.agents`` lists).
+        Arguments and a directory that are not valid UTF-8 (as ``os.fsdecode`` names
+        them) are sent as their exact bytes."""
+        names: dict[str, Any] = {}
         if all(map(is_text, argv)):
-            message["argv"] = list(argv)
+            names["argv"] = list(argv)
         else:
-            message["argv_bytes"] = [_base64(arg) for arg in argv]
+            names["argv_bytes"] = [os.fsencode(arg) for arg in argv]
         if cwd is None or is_text(cwd):
-            message["cwd"] = cwd
+            names["cwd"] = cwd
         else:
-            message["cwd_bytes"] = _base64(cwd)
-        reply = await self.request(message)
-        assert isinstance(reply, Spawned)
-        return reply.session
+            names["cwd_bytes"] = os.fsencode(cwd)
+        request = Spawn.model_construct(
+            type="spawn",
+            agent=agent,
+            env=env or {},
+            name=name,
+            cols=cols,
+            rows=rows,
+            record=record,
+            **names,
+        )
+        return (await self._call(request, Spawned)).session
 
     async def attach(
         self,
@@ -287,18 +329,18 @@ class Client:
         other client holds the size, else with its next input. ``view_only``: watch
         only (input and resize are refused)."""
         self.seq = None
-        message: dict[str, Any] = {
-            "type": "attach",
-            "session": session_id,
-            "since": since,
-            "answers_queries": answers_queries,
-            "scrollback": scrollback,
-            "view_only": view_only,
-        }
-        if size is not None:
-            message["cols"], message["rows"] = size
-        reply = await self.request(message)
-        assert isinstance(reply, Attached)
+        cols, rows = size if size is not None else (None, None)
+        request = Attach(
+            type="attach",
+            session=session_id,
+            since=since,
+            answers_queries=answers_queries,
+            scrollback=scrollback,
+            view_only=view_only,
+            cols=cols,
+            rows=rows,
+        )
+        reply = await self._call(request, Attached)
         self.session_id = session_id
         self._answers_queries = answers_queries
         self._size = size
@@ -306,7 +348,7 @@ class Client:
         return reply
 
     async def detach(self) -> None:
-        await self.request({"type": "detach"})
+        await self._call(Detach.model_construct(type="detach"), Ok)
         self.session_id = None
         self.seq = None
 
@@ -320,100 +362,108 @@ class Client:
             raise Disconnected(str(error)) from None
 
     async def input(self, session_id: str, data: str) -> None:
-        await self.request({"type": "input", "session": session_id, "data": data})
+        await self._call(Input.model_construct(type="input", session=session_id, data=data), Ok)
 
     async def resize(self, session_id: str, cols: int, rows: int) -> None:
-        await self.request({"type": "resize", "session": session_id, "cols": cols, "rows": rows})
+        await self._call(
+            Resize.model_construct(type="resize", session=session_id, cols=cols, rows=rows), Ok
+        )
         if session_id == self.session_id:
             self._size = (cols, rows)  # what a reconnect attaches with
 
     async def signal(self, session_id: str, signal: SignalName) -> None:
-        await self.request({"type": "signal", "session": session_id, "signal": signal})
+        await self._call(
+            SendSignal.model_construct(type="signal", session=session_id, signal=signal), Ok
+        )
 
     async def send_keys(
         self, session_id: str, *keys: str, literal: bool = False, paste: bool = False
     ) -> None:
         """Keys by name and text, as tmux's send-keys (see `ptyvisor.terminal.keys`)."""
-        await self.request(
-            {
-                "type": "send_keys",
-                "session": session_id,
-                "keys": list(keys),
-                "literal": literal,
-                "paste": paste,
-            }
+        request = SendKeys(
+            type="send_keys", session=session_id, keys=list(keys), literal=literal, paste=paste
         )
+        await self._call(request, Ok)
 
     async def capture(
         self, session_id: str, *, scrollback: int = 0, ansi: bool = False
     ) -> Captured:
         """The screen as text rows (see protocol.Capture)."""
-        reply = await self.request(
-            {"type": "capture", "session": session_id, "scrollback": scrollback, "ansi": ansi}
+        request = Capture.model_construct(
+            type="capture", session=session_id, scrollback=scrollback, ansi=ansi
         )
-        assert isinstance(reply, Captured)
-        return reply
+        return await self._call(request, Captured)
 
     async def export(self, session_id: str) -> str:
         """What the session's replay log holds, as asciicast v2 text (see protocol.Export)."""
-        reply = await self.request({"type": "export", "session": session_id})
-        assert isinstance(reply, Exported)
-        return reply.asciicast
+        return (
+            await self._call(Export.model_construct(type="export", session=session_id), Exported)
+        ).asciicast
 
     async def timeline(self, session_id: str) -> Timeline:
         """The session's recorded activity transitions (live or past)."""
-        reply = await self.request({"type": "timeline", "session": session_id})
-        assert isinstance(reply, Timeline)
-        return reply
+        return await self._call(
+            GetTimeline.model_construct(type="timeline", session=session_id), Timeline
+        )
 
     async def kill(self, session_id: str) -> None:
-        await self.request({"type": "kill", "session": session_id})
+        await self._call(Kill.model_construct(type="kill", session=session_id), Ok)
 
     async def close(self, session_id: str) -> None:
-        await self.request({"type": "close", "session": session_id})
+        await self._call(Close.model_construct(type="close", session=session_id), Ok)
+
+    async def rename(self, session_id: str, name: str) -> None:
+        """A new name for the session (kept across restarts and in the records)."""
+        await self._call(Rename.model_construct(type="rename", session=session_id, name=name), Ok)
 
     async def snapshot(self, session_id: str, *, scrollback: bool = True) -> Snapshot:
-        reply = await self.request(
-            {"type": "snapshot", "session": session_id, "scrollback": scrollback}
+        request = RequestSnapshot.model_construct(
+            type="snapshot", session=session_id, scrollback=scrollback
         )
-        assert isinstance(reply, SnapshotMessage)
-        return reply.snapshot
+        return (await self._call(request, SnapshotMessage)).snapshot
 
     async def stats(self, session_id: str) -> SessionStats:
-        reply = await self.request({"type": "stats", "session": session_id})
-        assert isinstance(reply, Stats)
-        return reply.stats
+        return (
+            await self._call(GetStats.model_construct(type="stats", session=session_id), Stats)
+        ).stats
 
     async def answer(
         self,
         session_id: str,
         interaction_id: str,
         *,
-        behavior: str | None = None,
+        behavior: Behavior | None = None,
         message: str | None = None,
         suggestion: int | None = None,
         answers: Mapping[str, Sequence[str] | str] | None = None,
     ) -> None:
         """Answer a pending interaction; raises ServerError (``gone``, ``bad_request``)."""
-        await self.request(
-            {
-                "type": "answer",
-                "session": session_id,
-                "interaction": interaction_id,
-                "behavior": behavior,
-                "message": message,
-                "suggestion": suggestion,
-                "answers": answers,
-            }
+        request = Answer(
+            type="answer",
+            session=session_id,
+            interaction=interaction_id,
+            behavior=behavior,
+            message=message,
+            suggestion=suggestion,
+            answers=None
+            if answers is None
+            else {
+                key: value if isinstance(value, str) else list(value)
+                for key, value in answers.items()
+            },
         )
+        await self._call(request, Ok)
 
     async def send_message(self, session_id: str, message: str) -> None:
         """Queue ``message`` for the next Stop; ServerError ``not_running``, ``bad_request``."""
-        await self.request({"type": "send", "session": session_id, "message": message})
+        await self._call(
+            SendMessage.model_construct(type="send", session=session_id, message=message), Ok
+        )
 
     async def unsend(self, session_id: str) -> None:
-        await self.request({"type": "unsend", "session": session_id})
+        await self._call(Unsend.model_construct(type="unsend", session=session_id), Ok)
 
 
-def _base64(name: str) -> str:
-    return base64.b64encode(os.fsencode(name)).decode("ascii")
+def _answer(value: Sequence[str] | str) -> list[str] | str:
+    """A question's answer as the protocol carries it: a text, or a list of labels."""
+    return value if isinstance(value, str) else list(value)

@@ -21,12 +21,11 @@ import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ptyvisor.agents.activity import ActivityPhase
 from ptyvisor.agents.interaction import Interaction
-from ptyvisor.client.client import Client, ConnectionLost, Output
+from ptyvisor.client.client import Behavior, Client, ConnectionLost, Output
 from ptyvisor.client.waiting import Condition, wait
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, read_token
 from ptyvisor.errors import BadReference, Disconnected, SessionVanished, WaitTimeout
@@ -223,13 +222,27 @@ class Session:
         """The approval or question the agent is waiting on, if any."""
         return (await self.summary()).pending_interaction
 
-    async def answer(self, **answer: Any) -> None:
+    async def answer(
+        self,
+        *,
+        behavior: Behavior | None = None,
+        message: str | None = None,
+        suggestion: int | None = None,
+        answers: Mapping[str, Sequence[str] | str] | None = None,
+    ) -> None:
         """Answer the pending interaction: ``behavior="allow"``/``"deny"``, ``message``,
         ``suggestion``, or ``answers={question_id: [labels] or "text"}``."""
         pending = await self.interaction()
         if pending is None:
             raise LookupError(f"{self.id} is waiting on nothing")
-        await self.remote.client.answer(self.id, pending.id, **answer)
+        await self.remote.client.answer(
+            self.id,
+            pending.id,
+            behavior=behavior,
+            message=message,
+            suggestion=suggestion,
+            answers=answers,
+        )
 
     async def kill(self) -> None:
         await self.remote.client.kill(self.id)

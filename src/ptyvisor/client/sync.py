@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import queue
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +26,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ptyvisor.agents.interaction import Interaction
 from ptyvisor.client import scripting
+from ptyvisor.client.client import Behavior
 from ptyvisor.errors import WaitTimeout
 from ptyvisor.wire.protocol import Captured, ProcessChanged, SessionSummary, Transition
 
@@ -56,9 +57,23 @@ class Remote:
     def sessions(self, *, past: bool = False) -> list[SessionSummary]:
         return self._portal.call(lambda: self._remote.sessions(past=past))
 
-    def spawn(self, argv: Sequence[str] = (), **options: Any) -> Session:
+    def spawn(
+        self,
+        argv: Sequence[str] = (),
+        *,
+        name: str | None = None,
+        cwd: str | None = None,
+        agent: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cols: int = 80,
+        rows: int = 24,
+    ) -> Session:
         """See `ptyvisor.client.scripting.Remote.spawn`."""
-        spawned = self._portal.call(lambda: self._remote.spawn(argv, **options))
+        spawned = self._portal.call(
+            lambda: self._remote.spawn(
+                argv, name=name, cwd=cwd, agent=agent, env=env, cols=cols, rows=rows
+            )
+        )
         return Session(self._portal, spawned)
 
     def session(self, ref: str) -> Session:
@@ -118,8 +133,19 @@ class Session:
         result: Interaction | None = self._call(self._session.interaction)
         return result
 
-    def answer(self, **answer: Any) -> None:
-        self._call(lambda: self._session.answer(**answer))
+    def answer(
+        self,
+        *,
+        behavior: Behavior | None = None,
+        message: str | None = None,
+        suggestion: int | None = None,
+        answers: Mapping[str, Sequence[str] | str] | None = None,
+    ) -> None:
+        self._call(
+            lambda: self._session.answer(
+                behavior=behavior, message=message, suggestion=suggestion, answers=answers
+            )
+        )
 
     def kill(self) -> None:
         self._call(self._session.kill)
