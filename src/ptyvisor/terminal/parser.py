@@ -35,8 +35,8 @@ MAX_PARAMS = 256
 """A control sequence longer than this is dropped; the rest is ordinary output."""
 
 
-_TEXT = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
-_SEQUENCE = re.compile(
+TEXT = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
+SEQUENCE = re.compile(
     r"(?:\x1b\[|\x9b)([<=>?]?)([0-9:;]*)([ -/]*)([@-~])"  # CSI: groups 1-4
     r"|\x1b([\]P_^X])|([\x90\x98\x9d\x9e\x9f])"  # string start: 5 (7-bit), 6 (C1)
     r"|\x1b([ -/]*)([0-Z\\-~])"  # other escape: 7, 8
@@ -163,9 +163,9 @@ class Parser:
         i = self._consume_string(text, 0) if self._string else 0
         screen = self.screen
         draw = screen.draw
-        match_text = _TEXT.match
+        match_text = TEXT.match
         match_lines = _PLAIN_BLOCK.match
-        match_sequence = _SEQUENCE.match
+        match_sequence = SEQUENCE.match
         controls = self._controls
         while i < n:
             m = match_text(text, i)
