@@ -30,7 +30,7 @@ from pathlib import Path
 import anyio
 
 from ptyvisor.client.client import Client, Output
-from serving import serving
+from serving import server_process, serving
 
 TOKEN = "bench-" + "k" * 24
 FLOOD = """import sys, time
@@ -54,11 +54,11 @@ def rss_kib(pid: int) -> int:
 
 
 def server_pid(keeper: int) -> int | None:
-    for task in os.listdir(f"/proc/{keeper}/task"):
-        for child in Path(f"/proc/{keeper}/task/{task}/children").read_text().split():
-            if b"ptyvisor.server.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
-                return int(child)
-    return None
+    """The keeper's server process, or None while it has none."""
+    try:
+        return server_process(keeper)
+    except LookupError:
+        return None
 
 
 async def served_again(url: str, since: float) -> float:
