@@ -90,3 +90,21 @@ async def quick_tool_ran(run: AgentRun, mark: int) -> None:
     call = await run.model.wait_for_request(lambda r: r.call_id is not None)  # sent by now
     _, result = await run.model.answer_to(call)
     assert "quick-tool-ran" in result.output, result
+
+
+@pytest.mark.timeout(120, func_only=True)
+async def test_gemini_cli_takes_a_prompt_and_its_enter_in_one_call(tmp_path: Path) -> None:
+    """``send-keys TEXT Enter`` submits: typed by the client in one write, Gemini would
+    take the Enter for a newline (agents.launch.SUBMIT_GAP); ptyvisor sends it on its
+    own, a gap after the text. Three turns in a row, each reaching the model."""
+    async with started(AGENT, tmp_path) as run:
+        for turn in range(3):
+            run.model.script(Reply.text(f"ONE-CALL-DONE-{turn}"))
+            mark = run.mark()
+            await run.client.send_keys(run.session_id, f"One call prompt {turn}", "Enter")
+            request = await run.scripted_request(turn, f"prompt {turn} sent with its Enter")
+            assert any(f"One call prompt {turn}" in t for t in request.user_texts())
+            await run.wait_phase("working", since=mark, wait=30)
+            await run.wait_phase("waiting", since=mark, wait=30)
+            await run.wait_screen(f"ONE-CALL-DONE-{turn}", wait=15)
+        await run.assert_clean()

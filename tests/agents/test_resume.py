@@ -22,7 +22,7 @@ from ptyvisor.client.client import Client
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.installed import agent_bin_dir
 from tests.agents.offline import offline_env
-from tests.agents.under_ptyvisor import ENTER_AFTER, AgentRun
+from tests.agents.under_ptyvisor import AgentRun
 
 from ..conftest import PTYVISOR_BIN, TOKEN, start_serve
 
@@ -78,11 +78,11 @@ def _descendants(root: int) -> list[int]:
 
 @asynccontextmanager
 async def watched(
-    url: str, session_id: str, model: FakeModelServer, project: Path, agent: str
+    url: str, session_id: str, model: FakeModelServer, project: Path
 ) -> AsyncIterator[AgentRun]:
     async with Client.connect(url, TOKEN) as client, anyio.create_task_group() as tg:
         await client.attach(session_id, answers_queries=False)
-        run = AgentRun(client, session_id, model, project, enter_after=ENTER_AFTER.get(agent, 0.0))
+        run = AgentRun(client, session_id, model, project)
         tg.start_soon(run.collect)
         yield run
         tg.cancel_scope.cancel()
@@ -105,7 +105,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             async with Client.connect(first.url, TOKEN) as client:
                 summary = await client.spawn(extra_argv, agent=agent, cwd=str(project))
             old = summary.id
-            async with watched(first.url, old, model, project, agent) as run:
+            async with watched(first.url, old, model, project) as run:
                 await run.wait_screen(ready, wait=60)
                 await run.wait_phase("waiting", wait=30)
                 model.script(Reply.text("Noted FIRST-DONE"))
@@ -131,7 +131,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             )
             assert resumed.returncode == 0, resumed.stderr
             new = resumed.stdout.decode().strip()
-            async with watched(second.url, new, model, project, agent) as run:
+            async with watched(second.url, new, model, project) as run:
                 await run.wait_screen(ready, wait=60)
                 model.script(Reply.text("The word was PAPAYA-7 SECOND-DONE"))
                 since = len(model.requests)

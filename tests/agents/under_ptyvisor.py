@@ -51,8 +51,6 @@ class AgentRun:
     on_change: Callable[[ActivityChanged], Awaitable[None]] | None = None
     """Awaited with each change as it arrives, before any wait sees it: a client that
     acts the instant something happens (types at Ready), not at its next poll."""
-    enter_after: float = 0.0
-    """Seconds between a typed prompt showing and its Enter (see ENTER_AFTER)."""
 
     @property
     def phases(self) -> list[str]:
@@ -87,10 +85,11 @@ class AgentRun:
 
     async def submit(self, text: str) -> None:
         """Type ``text``, wait until the prompt shows it, then Enter on its own: a
-        prompt and its Enter in one write would look like a paste to some TUIs."""
+        prompt and its Enter in one write would look like a paste to some TUIs. No
+        pause before the Enter: one an agent would lose if typed this soon is held
+        back by ptyvisor (agents.launch.SUBMIT_GAP), as for any client."""
         await self.type(text)
         await self.wait_screen(text, wait=15)
-        await anyio.sleep(self.enter_after)
         await self.type("\r")
 
     async def scripted_request(self, since: int, what: str, *, wait: float = 30) -> Request:
@@ -171,10 +170,6 @@ class AgentRun:
         return len(self.changes)
 
 
-ENTER_AFTER = {"gemini-cli": 0.1}
-"""Gemini CLI 0.61 takes an Enter within 30 ms of the previous key for a newline (its
-paste guard), and a snapshot can show the typed prompt sooner than that."""
-
 FULL_TURN_PHASES = [
     "starting",
     "waiting",
@@ -222,9 +217,7 @@ async def agent_session(
                 extra_argv, agent=agent, cwd=str(project), env=env, cols=cols, rows=rows
             )
             await client.attach(summary.id, answers_queries=False)
-            run = AgentRun(
-                client, summary.id, model, project, enter_after=ENTER_AFTER.get(agent, 0.0)
-            )
+            run = AgentRun(client, summary.id, model, project)
             run.changes.extend([ActivityChanged(session=summary.id, activity=summary.activity)])
             tg.start_soon(run.collect)
             try:

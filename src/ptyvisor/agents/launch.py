@@ -150,6 +150,17 @@ the turn late (see activity.BusyLine). Checked against Codex 0.171 (its first ho
 A translated TUI does not match, and its turn shows when the extension reports it."""
 
 
+SUBMIT_GAP: dict[str, float] = {"gemini-cli": 0.1}
+"""Seconds an Enter must follow the keys before it, for an agent that loses one typed
+sooner (server/session/typed_input.py holds it back). Gemini CLI 0.61.0, in its bundle:
+``bufferFastReturn`` takes an Enter within 30 ms of the previous key for Shift+Enter (a
+newline; ``FAST_RETURN_TIMEOUT``, active without the kitty keyboard protocol), and an
+Enter in the few milliseconds between drawing newly typed text and re-registering its
+key handler (``useKeypress``'s effect) runs the old handler, which finds the box empty.
+Measured here, typing a prompt at Ready: Enter at once lost 7 of 20 idle, text and
+``\r`` in one write 10 of 10, Enter 100 ms after the text 0 of 150."""
+
+
 @dataclass(frozen=True)
 class Launch:
     argv: list[str]

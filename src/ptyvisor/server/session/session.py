@@ -41,6 +41,7 @@ from ptyvisor.agents.activity import (
     Tick,
     Which,
 )
+from ptyvisor.agents.launch import SUBMIT_GAP
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.keeper.proctable import ProcessTable, in_session_tree
 from ptyvisor.keeper.ring import Ring
@@ -57,6 +58,7 @@ from ptyvisor.server.session.core import Outcome, QueueChanged, SessionCore
 from ptyvisor.server.session.ending import ProgramEnd
 from ptyvisor.server.session.publish import ActivityPublisher
 from ptyvisor.server.session.reader import Reader
+from ptyvisor.server.session.typed_input import TypedInput
 from ptyvisor.terminal import HeadlessTerminal, TerminalSignal
 from ptyvisor.terminal.keys import encode_keys
 from ptyvisor.wire.jsontext import display, is_text, raw_bytes
@@ -190,7 +192,7 @@ class Session:
         self._ticks_wanted = anyio.Event()
         """Set when time starts to matter to the activity rules (`_tick_loop`)."""
         self._renderer_resize_due = anyio.Event()
-        self._input = bytearray()
+        self._input = TypedInput(limit=INPUT_LIMIT, gap=SUBMIT_GAP.get(identity.agent or ""))
         self._input_ready = anyio.Event()
         self.exited = anyio.Event()
         self._cancel = anyio.CancelScope()
@@ -440,10 +442,9 @@ class Session:
 
     def write_input(self, data: bytes) -> bool:
         """Queue input for the program; False if it is not reading and the queue is full."""
-        if self.exited.is_set() or len(self._input) + len(data) > INPUT_LIMIT:
+        if self.exited.is_set() or not self._input.add(data, time.monotonic()):
             return False
         self._feed(KeyTyped(data, now_ms()))
-        self._input += data
         self._input_ready.set()
         return True
 
@@ -451,10 +452,14 @@ class Session:
         while True:
             await self._input_ready.wait()
             self._input_ready = anyio.Event()
-            while self._input:
-                written = self.child.write_some(self._input)
+            while (due := self._input.next(time.monotonic())) is not None:
+                if isinstance(due, float):
+                    with anyio.move_on_after(due):  # an Enter held back (typed_input.py)
+                        await self._input_ready.wait()
+                    continue
+                written = self.child.write_some(due)
+                self._input.put_back(due[written:])
                 if written:
-                    del self._input[:written]
                     continue
                 if self.exited.is_set():
                     self._input.clear()
