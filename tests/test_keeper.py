@@ -539,6 +539,15 @@ def test_a_new_name_survives_a_restart_and_a_crash(serve: Serve) -> None:
     assert serve.run(name) == "new-name"
 
 
+async def echoed_first(client: Client) -> str:
+    """A 40x8 line-echoing session that has echoed ``first``: its id."""
+    session = await client.spawn(["sh", "-c", ECHO_LINES], cols=40, rows=8)
+    await client.attach(session.id)
+    await client.send_input(b"first\r")
+    await output_until(client, b"got:first")
+    return session.id
+
+
 def test_a_recording_goes_on_after_a_crash_in_a_new_file(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -547,15 +556,7 @@ def test_a_recording_goes_on_after_a_crash_in_a_new_file(
     recordings = tmp_path / "rec"
     running = Serve(tmp_path, env, "--record", str(recordings), "--record-limit", "65536")
     try:
-
-        async def before(client: Client) -> str:
-            session = await client.spawn(["sh", "-c", ECHO_LINES], cols=40, rows=8)
-            await client.attach(session.id)
-            await client.send_input(b"first\r")
-            await output_until(client, b"got:first")
-            return session.id
-
-        session = running.run(before)
+        session = running.run(echoed_first)
         written = recordings / f"{session}.cast"
         wait_for(
             lambda: written.exists() and "got:first" in written.read_text(),
@@ -596,15 +597,7 @@ def test_an_adopting_server_never_follows_a_link_planted_for_the_recording(
     target.parent.mkdir()
     running = Serve(tmp_path, env, "--record", str(recordings))
     try:
-
-        async def before(client: Client) -> str:
-            session = await client.spawn(["sh", "-c", ECHO_LINES], cols=40, rows=8)
-            await client.attach(session.id)
-            await client.send_input(b"first\r")
-            await output_until(client, b"got:first")
-            return session.id
-
-        session = running.run(before)
+        session = running.run(echoed_first)
         written = recordings / f"{session}.cast"
         wait_for(
             lambda: written.exists() and "got:first" in written.read_text(), "the first recording"
