@@ -1,5 +1,5 @@
 """Whole lines of plain text and SGR (a log's, a flood's) are drawn a line at a time
-and scrolled in one go (`Screen.plain_lines`); the terminal must end exactly as
+and scrolled in one go (`ptyvisor.terminal.plain_lines`); the terminal must end exactly as
 parsing them byte by byte leaves it, from any state: margins, the alternate screen,
 insert mode, DEC graphics, a cursor anywhere, lines wider than the screen."""
 
@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ptyvisor.terminal import HeadlessTerminal
-from ptyvisor.terminal.screen import PlainRow, Screen
+from ptyvisor.terminal import plain_lines as fast_path
+from ptyvisor.terminal.rows import PlainRow
+from ptyvisor.terminal.screen import Screen
 from ptyvisor.terminal.snapshot import scrollback_line
 
 from .test_fast_forward import assert_same, words_and_colours
@@ -68,13 +70,13 @@ def byte_by_byte(data: bytes, cols: int, rows: int, scrollback: int) -> Headless
 def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many lines each batched scroll took (the real method, counted)."""
     taken: list[int] = []
-    scroll_in = Screen._scroll_in
+    scroll_in = fast_path._scroll_in
 
-    def counted(self: Screen, fresh: Any) -> None:
+    def counted(screen: Screen, fresh: Any) -> None:
         taken.append(len(fresh))
-        scroll_in(self, fresh)
+        scroll_in(screen, fresh)
 
-    monkeypatch.setattr(Screen, "_scroll_in", counted)
+    monkeypatch.setattr(fast_path, "_scroll_in", counted)
     return taken
 
 
@@ -156,10 +158,12 @@ def test_rows_that_scroll_straight_in_keep_runs_that_draw_as_their_cells_do() ->
     for cols in (30, 12):
         term.resize(cols, 6)
         for line in kept[:-20]:  # the last ones may be back on the screen
-            assert screen.drawing(line)[2] == scrollback_line(screen.cells_of(line), cols)
+            assert screen.scrollback.drawing(line, cols)[2] == scrollback_line(
+                screen.scrollback.cells_of(line), cols
+            )
             assert line.text(cols) == "".join(cell.data for cell in _cells(screen, line, cols))
 
 
 def _cells(screen: Screen, line: PlainRow, cols: int) -> list[Any]:
-    cells = screen.cells_of(line)
+    cells = screen.scrollback.cells_of(line)
     return [cells[x] for x in range(cols)]

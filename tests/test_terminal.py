@@ -977,7 +977,7 @@ def test_kept_scrollback_drawings_match_drawing_afresh() -> None:
             terminal.resize(rng.randint(10, 40), rng.randint(3, 12))
         if step % 5 == 0:
             kept = terminal.snapshot().ansi
-            terminal._screen.drawn.clear()
+            terminal._screen.scrollback.drawn.clear()
             assert kept == terminal.snapshot().ansi, step
 
 
@@ -990,7 +990,7 @@ def test_a_scrollback_line_pulled_back_and_changed_is_drawn_anew() -> None:
     terminal.resize(20, 3)  # and back into the scrollback
     after = terminal.snapshot().ansi
     assert "CHANGED" in after and after != before
-    terminal._screen.drawn.clear()
+    terminal._screen.scrollback.drawn.clear()
     assert after == terminal.snapshot().ansi
 
 
@@ -999,7 +999,7 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
 ) -> None:
     """The renderer draws new scrollback lines when idle (`draw_scrollback`): the next
     snapshot draws none of them again, and is the same as one drawn from nothing."""
-    from ptyvisor.terminal import screen as screen_module
+    from ptyvisor.terminal import scrollback as scrollback_module
     from ptyvisor.terminal import snapshot as snapshot_ansi
 
     screen = HeadlessTerminal(40, 5, scrollback=100)
@@ -1017,11 +1017,11 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
         drawn.append(0)
         return snapshot_ansi.runs_line(runs)
 
-    monkeypatch.setattr(screen_module, "scrollback_line", counted)
-    monkeypatch.setattr(screen_module, "runs_line", counted_runs)
+    monkeypatch.setattr(scrollback_module, "scrollback_line", counted)
+    monkeypatch.setattr(scrollback_module, "runs_line", counted_runs)
     ahead = screen.snapshot().ansi
     assert drawn == []
-    screen._screen.drawn.clear()
+    screen._screen.scrollback.drawn.clear()
     assert ahead == screen.snapshot().ansi
     assert len(drawn) == 100
 
@@ -1073,13 +1073,13 @@ def test_scrollback_lines_with_wide_or_combined_cells_are_drawn_cell_by_cell() -
         term.feed(f"a{text}b\r\n".encode())
         writer = snapshot_ansi._Writer()
         assert not snapshot_ansi._ascii_runs(
-            writer, term._screen.cells_of(term._screen.scrollback[0]), 10
+            writer, term._screen.scrollback.cells_of(term._screen.scrollback[0]), 10
         )
         assert writer.out == []
 
 
 def _as_line(cells: dict[int, Cell]) -> Any:
-    from ptyvisor.terminal.screen import ScreenLine
+    from ptyvisor.terminal.rows import ScreenLine
 
     line = ScreenLine()
     line.update(cells)

@@ -56,7 +56,7 @@ sequence that is split across feeds or has controls embedded takes a slower
 per-character path. Scrollback lines are captured in ``index`` (full-screen
 region, main screen) into a bounded deque instead of pyte's slow HistoryScreen.
 Whole lines of printable ASCII and SGR after a CR LF (a log, a build, a flood) go
-to `Screen.plain_lines` together: each line that starts on the blank bottom row is
+to `plain_lines.draw` together: each line that starts on the blank bottom row is
 built as one row and the screen scrolls once per batch, not once per line feed; a
 row that goes straight into the scrollback is kept as its runs (`PlainRow`).
 A big batch of plain lines is fast-forwarded: what would only scroll out of the
@@ -72,7 +72,10 @@ fast-forward above, the renderer's skipping of floods), not drawing faster.
 The package, one concept per module, data flowing down the list:
 
 - `parser`: decoded output to screen calls (and replies to queries);
-- `screen`: the cells, cursor, modes, alternate screen and scrollback;
+- `screen`: the grid: cells, cursor, modes, the alternate screen;
+- `rows`: what rows are made of (sparse cells, runs, the pens that make cells);
+- `scrollback`: the bounded history above the screen, each row drawn once;
+- `plain_lines`: the fast path that draws a flood's lines a batch at a time;
 - `sgr`: graphic rendition parameters applied to a pen;
 - `signals`: the activity hints read from OSC strings and BEL;
 - `headless`: `HeadlessTerminal`, the face: bytes in, snapshots and text out.

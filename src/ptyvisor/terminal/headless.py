@@ -7,24 +7,21 @@ mirror.
 from __future__ import annotations
 
 import codecs
-import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ptyvisor.terminal import fast_forward
 from ptyvisor.terminal.parser import Parser
+from ptyvisor.terminal.rows import EMPTY_LINE, PlainRow, ScreenLine
 from ptyvisor.terminal.screen import (
     DECAWM,
     DECOM,
-    EMPTY_LINE,
     IRM,
     LNM,
     Buffer,
-    PlainRow,
     SavedSlot,
     Screen,
-    ScreenLine,
     default_tabstops,
 )
 from ptyvisor.terminal.signals import TerminalSignal
@@ -107,7 +104,7 @@ class HeadlessTerminal:
         """Raw output bytes; UTF-8 and escape sequences may be split across calls."""
         screen = self._screen
         point = fast_forward.rebuild_point(
-            data, rows=screen.lines, scrollback=screen.scrollback.maxlen or 0
+            data, rows=screen.lines, scrollback=screen.scrollback.limit
         )
         if point is not None:
             self._parse(data[: point.start])
@@ -226,7 +223,7 @@ class HeadlessTerminal:
         kept = list(self._screen.scrollback)
         if scrollback >= 0:
             kept = kept[max(len(kept) - scrollback, 0) :] if scrollback else []
-        history = list(map(self._screen.cells_of, kept))  # cells only for what is asked
+        history = list(map(self._screen.scrollback.cells_of, kept))  # cells only for what is asked
         rows = [self._screen.buffer.get(y, EMPTY_LINE) for y in range(self.rows)]
 
         def show(line: ScreenLine) -> str:
@@ -242,33 +239,12 @@ class HeadlessTerminal:
 
     @property
     def scrollback_undrawn(self) -> int:
-        return self._screen.undrawn
+        return self._screen.scrollback.undrawn
 
     def draw_scrollback(self) -> None:
         """Draw the lines that went into the scrollback since last time, so that the
         next snapshot finds them drawn (the renderer calls this when it is idle)."""
-        s = self._screen
-        if not s.undrawn:
-            return
-        if len(s.drawn) > len(s.scrollback) + 256:  # lines gone from the history
-            self._drawn_scrollback()
-            return
-        for line in itertools.islice(reversed(s.scrollback), s.undrawn):
-            s.drawn[id(line)] = s.drawing(line)
-        s.undrawn = 0
-
-    def _drawn_scrollback(self) -> list[str]:
-        """The scrollback as snapshots draw it, each line drawn once and kept (a cold
-        attach with 1000 lines of it would otherwise draw them all each time)."""
-        s = self._screen
-        drawn = {}
-        texts = []
-        for line in s.scrollback:
-            hit = drawn[id(line)] = s.drawing(line)
-            texts.append(hit[2])
-        s.drawn = drawn
-        s.undrawn = 0
-        return texts
+        self._screen.scrollback.draw_new(self._screen.columns)
 
     def snapshot(self, *, include_scrollback: bool = True) -> TerminalSnapshot:
         """The screen as output for a fresh terminal. A sequence the parser is in the
@@ -293,7 +269,9 @@ class HeadlessTerminal:
             rows=rows,
             main=lines(main_buffer),
             alt=lines(s.buffer) if s.alt_active else None,
-            scrollback=self._drawn_scrollback() if include_scrollback else [],
+            scrollback=self._screen.scrollback.drawn_all(self._screen.columns)
+            if include_scrollback
+            else [],
             cursor_x=s.cursor.x,
             cursor_y=s.cursor.y,
             pen=s.cursor.attrs,

@@ -2,7 +2,7 @@
 
 Instead of pyte's per-character generator, complete escape sequences are matched
 with one regular expression and printable runs go to ``Screen.draw`` whole; whole
-lines of printable ASCII and plain SGR after a CR LF go to ``Screen.plain_lines``
+lines of printable ASCII and plain SGR after a CR LF go to ``plain_lines.draw``
 together. Only a sequence split across feeds, or with controls embedded in it,
 takes the slower per-character path. Control strings (OSC, DCS, APC, PM, SOS) are
 consumed with bounds, so an unterminated one never swallows later output; OSC
@@ -16,6 +16,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 
+from ptyvisor.terminal import plain_lines
 from ptyvisor.terminal.screen import DECOM, Screen
 from ptyvisor.terminal.sgr import int_params
 from ptyvisor.terminal.signals import CONTROLS, MAX_SIGNALS, TerminalSignal, osc_signal
@@ -68,7 +69,7 @@ _STRING_KINDS = {
 _SEQUENCE_START = frozenset("\x1b\x9b\x90\x98\x9d\x9e\x9f")
 _PLAIN_BLOCK = re.compile(r"\r\n(?:[ -~]*(?:\x1b\[[0-9;]{0,64}m[ -~]*)*\r\n)+")
 """CR LF, then whole lines of printable ASCII and plain SGR, each ending in CR LF:
-what logs and floods are made of, handed to `Screen.plain_lines` in one call."""
+what logs and floods are made of, handed to `plain_lines.draw` in one call."""
 
 
 class Parser:
@@ -191,7 +192,7 @@ class Parser:
             elif char == "\r" and (m := match_lines(text, i)) is not None:
                 screen.carriage_return()
                 screen.linefeed()
-                screen.plain_lines(m.group()[2:-2].split("\r\n"))
+                plain_lines.draw(screen, m.group()[2:-2].split("\r\n"))
                 i = m.end()
             else:
                 handler = controls.get(char)

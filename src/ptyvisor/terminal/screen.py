@@ -1,19 +1,14 @@
-"""The screen model: pyte's `Screen` subclassed with the fixes the package docstring
-lists, an alternate screen, a bounded scrollback, and the fast paths that make
-drawing cheap (runs of one-cell characters stored with one ``dict.update``; whole
-plain lines built as rows and scrolled in once per batch, see `Screen.plain_lines`).
-
-Rows are sparse `ScreenLine` dicts of immutable `Cell` tuples, so a row that is
-mostly blank costs little. A row that goes straight into the scrollback without
-ever being on screen is kept as the runs it was drawn in (`PlainRow`).
+"""The screen's grid: pyte's `Screen` subclassed with the fixes the package docstring
+lists, the cursor, modes and an alternate screen. Runs of one-cell characters are
+stored with one ``dict.update``. Rows are `rows.ScreenLine`; what scrolls off the top
+goes to a `scrollback.Scrollback`; whole plain lines take `plain_lines` instead.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import unicodedata
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
@@ -21,6 +16,8 @@ import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
 
+from ptyvisor.terminal.rows import Pens, ScreenLine
+from ptyvisor.terminal.scrollback import Scrollback
 from ptyvisor.terminal.sgr import apply_sgr
 from ptyvisor.terminal.signals import CONTROLS
 from ptyvisor.terminal.snapshot import (
@@ -28,8 +25,6 @@ from ptyvisor.terminal.snapshot import (
     Cell,
     MouseEncoding,
     MouseTracking,
-    runs_line,
-    scrollback_line,
 )
 from ptyvisor.terminal.widths import ONE_CELL_RUN, char_width
 
@@ -58,65 +53,7 @@ _DEC_GRAPHICS = {ord(k): v for k, v in zip(_DEC_GRAPHICS_KEYS, _DEC_GRAPHICS_VAL
 """DEC Special Graphics (``ESC ( 0``): what ncurses uses for line drawing."""
 
 _width = char_width
-_SGR_SPLIT = re.compile(r"\x1b\[([0-9;]*)m").split
 _ONE_CELL_SPLIT = re.compile(f"({ONE_CELL_RUN.pattern})").split
-
-
-class ScreenLine(dict[int, Cell]):
-    """A sparse screen line: missing columns read as BLANK without being stored."""
-
-    __slots__ = ()
-
-    def __missing__(self, key: int) -> Cell:
-        return BLANK
-
-
-EMPTY_LINE = ScreenLine()
-
-Runs = list[tuple[Cell, str]]
-"""A row of one-cell ASCII text drawn from column 0: (pen, text) in order; a pen is a
-cell whose style and link are the run's (its data is not used)."""
-
-
-class PlainRow:
-    """A scrollback line that `Screen.plain_lines` built and that was never on the
-    screen, kept as the runs it was drawn in: a twentieth of the memory of its cells,
-    none of the time to make them, and drawn for snapshots straight from the runs.
-    `Screen.cells_of` makes its cells when something needs them."""
-
-    __slots__ = ("runs",)
-
-    def __init__(self, runs: Runs) -> None:
-        self.runs = runs
-
-    @property
-    def width(self) -> int:
-        return sum(len(text) for _, text in self.runs)
-
-    def text(self, cols: int) -> str:
-        return "".join(text for _, text in self.runs).ljust(cols)[:cols]
-
-
-ScrollbackLine = ScreenLine | PlainRow
-
-
-class _CellCache(dict[str, Cell]):
-    """Cells of one style by character, so drawing reuses immutable cells."""
-
-    __slots__ = ("style",)
-
-    def __init__(self, attrs: Cell) -> None:
-        super().__init__()
-        self.style = tuple(attrs[1:])
-
-    def __missing__(self, data: str) -> Cell:
-        cell = _new_cell(Cell, (data, *self.style))
-        self[data] = cell
-        return cell
-
-
-_new_cell: Callable[[type[Cell], tuple[object, ...]], Cell] = tuple.__new__
-"""Builds a Cell from a full tuple without NamedTuple's slower keyword path."""
 
 
 class _Cursor(Protocol):
@@ -159,16 +96,10 @@ class Screen(pyte.Screen):
     tabstops: set[int]
 
     def __init__(self, columns: int, lines: int, scrollback: int) -> None:
-        self.scrollback: deque[ScrollbackLine] = deque(maxlen=max(0, scrollback))
-        self.drawn: dict[int, tuple[ScrollbackLine, int, str]] = {}
-        """Scrollback lines as snapshots draw them, by id: (line, cols, text). A line
-        in the scrollback never changes, unless a resize pulls it back on screen
-        (then it is forgotten here); see `HeadlessTerminal.snapshot`."""
-        self.undrawn = 0
-        """Lines that went into the scrollback since the last drawing (at most)."""
+        self.pens = Pens()
+        self.scrollback = Scrollback(scrollback, self.pens)
         self.main_buffer: Buffer | None = None  # the main screen while the alt one shows
         self._sgr_cache: dict[tuple[Cell, str], Cell] = {}
-        self._cell_caches: dict[Cell, _CellCache] = {}
         self._init_state()
         super().__init__(columns, lines)
         self.buffer = _new_buffer()
@@ -216,14 +147,6 @@ class Screen(pyte.Screen):
 
     # -- drawing -------------------------------------------------------------
 
-    def _cells(self, attrs: Cell) -> _CellCache:
-        cache = self._cell_caches.get(attrs)
-        if cache is None:
-            if len(self._cell_caches) > 1024:
-                self._cell_caches.clear()
-            cache = self._cell_caches[attrs] = _CellCache(attrs)
-        return cache
-
     def draw(self, data: str) -> None:
         """Draw printable text (the parser never passes control characters)."""
         if self.g1_graphics if self.charset else self.g0_graphics:
@@ -250,11 +173,11 @@ class Screen(pyte.Screen):
             line = self.buffer[cursor.y]
             if line:
                 self._split_wide(line, x, end)
-            drawn = map(self._cells(cursor.attrs).__getitem__, data)
+            drawn = map(self.pens.cells(cursor.attrs).__getitem__, data)
             line.update(zip(range(x, end), drawn, strict=True))
             cursor.x = end if end < self.columns or DECAWM in self.mode else end - 1
             return
-        cells = self._cells(cursor.attrs)
+        cells = self.pens.cells(cursor.attrs)
         get_cell = cells.__getitem__
         cols = self.columns
         autowrap = DECAWM in self.mode
@@ -282,7 +205,7 @@ class Screen(pyte.Screen):
 
     def _draw_unicode(self, data: str) -> None:
         cursor = self.cursor
-        cells = self._cells(cursor.attrs)
+        cells = self.pens.cells(cursor.attrs)
         cols = self.columns
         autowrap = DECAWM in self.mode
         insert = IRM in self.mode
@@ -360,133 +283,6 @@ class Screen(pyte.Screen):
         if self.last_graphic:
             self.draw(self.last_graphic * max(1, min(count, self.columns * self.lines)))
 
-    def plain_lines(self, lines: list[str]) -> None:
-        """Lines of printable ASCII and SGR (``_PLAIN_BLOCK``), each followed by CR LF:
-        exactly what drawing, SGR, CR and LF would do one by one, but a line that
-        starts on a blank bottom row of a full-screen region (a log's or a flood's
-        line) is built whole, and the rows it pushes up move in one go at the end,
-        not one dict renumbering per line feed."""
-        fresh: list[Runs] = []
-        cols = self.columns
-        batched = False
-        for text in lines:
-            if not batched:
-                batched = self._can_batch()
-            plain = "\x1b" not in text
-            if batched and plain and len(text) <= cols:  # most lines: one run, one row
-                if text:
-                    fresh.append([(self.cursor.attrs, text)])
-                    self.last_graphic = text[-1]
-                else:
-                    fresh.append([])
-                continue
-            parts = [text] if plain else _SGR_SPLIT(text)
-            if batched and (DECAWM in self.mode or sum(map(len, parts[::2])) <= cols):
-                fresh += self._plain_rows(parts)
-                continue
-            if fresh:
-                self._scroll_in(fresh)
-                fresh = []
-            batched = False
-            for i, part in enumerate(parts):
-                if i % 2:
-                    self.apply_sgr(part)
-                elif part:
-                    self.draw(part)
-            self.carriage_return()
-            self.linefeed()
-        if fresh:
-            self._scroll_in(fresh)
-
-    def _can_batch(self) -> bool:
-        """Whether the next line starts at the left of a blank bottom row whose line
-        feed scrolls the whole screen, and draws as plain one-cell characters (insert
-        mode draws the same on a blank row)."""
-        cursor = self.cursor
-        bottom = self.lines - 1
-        return (
-            cursor.x == 0
-            and cursor.y == bottom
-            and self.margins is None
-            and not self.buffer.get(bottom)
-            and not (self.g1_graphics if self.charset else self.g0_graphics)
-        )
-
-    def _plain_rows(self, parts: list[str]) -> list[Runs]:
-        """The rows drawing ``parts`` (text, SGR, text, ...) from column 0 of the blank
-        bottom row makes (more than one when it wraps), as runs."""
-        cols = self.columns
-        runs: Runs = []
-        made = [runs]
-        x = 0
-        for i, part in enumerate(parts):
-            if i % 2:
-                self.apply_sgr(part)
-                continue
-            if not part:
-                continue
-            pen = self.cursor.attrs
-            if x + len(part) <= cols:
-                runs.append((pen, part))
-                x += len(part)
-            else:
-                start = 0
-                while start < len(part):
-                    if x == cols:  # autowrap: the next row scrolls in, as LF would
-                        runs, x = [], 0
-                        made.append(runs)
-                    piece = part[start : start + cols - x]
-                    runs.append((pen, piece))
-                    x += len(piece)
-                    start += len(piece)
-            self.last_graphic = part[-1]
-        return made
-
-    def _row_of(self, runs: Runs) -> ScreenLine:
-        row = ScreenLine()
-        x = 0
-        for pen, text in runs:
-            cells = map(self._cells(pen).__getitem__, text)
-            row.update(zip(range(x, x + len(text)), cells, strict=True))
-            x += len(text)
-        return row
-
-    def cells_of(self, line: ScrollbackLine) -> ScreenLine:
-        """A scrollback line's cells."""
-        return line if isinstance(line, ScreenLine) else self._row_of(line.runs)
-
-    def _scroll_in(self, fresh: list[Runs]) -> None:
-        """Each of ``fresh`` was drawn on the blank bottom row, then a line feed
-        scrolled the screen up one row: what leaves the top goes to the scrollback
-        (main screen only), and the bottom row is blank again. A fresh row that goes
-        straight into the scrollback never had cells on the screen, so it gets none
-        (`PlainRow`): most of a flood's lines."""
-        lines = self.lines
-        out = len(fresh)
-        straight = max(0, out - (lines - 1))
-        old: list[ScreenLine | None] = [self.buffer.get(y) for y in range(lines - 1)]
-        if self.main_buffer is None:
-            self.scrollback.extend(row if row is not None else ScreenLine() for row in old[:out])
-            kept = self.scrollback.maxlen or 0
-            first = max(0, straight - kept)
-            self.scrollback.extend(map(PlainRow, itertools.islice(fresh, first, straight)))
-            self.undrawn += out
-        screen = old[out:] + [self._row_of(runs) for runs in fresh[straight:]]
-        self.buffer = defaultdict(
-            ScreenLine, {y: row for y, row in enumerate(screen) if row is not None}
-        )
-
-    def drawing(self, line: ScrollbackLine) -> tuple[ScrollbackLine, int, str]:
-        """Scrollback ``line`` as a snapshot draws it, for `drawn`: kept from before,
-        drawn from its runs if it has them (and they fit the width), or from its cells."""
-        cols = self.columns
-        hit = self.drawn.get(id(line))
-        if hit is not None and hit[0] is line and hit[1] == cols:
-            return hit
-        if isinstance(line, PlainRow) and line.width <= cols:
-            return line, cols, runs_line(line.runs)
-        return line, cols, scrollback_line(self.cells_of(line), cols)
-
     # -- scrolling -----------------------------------------------------------
 
     def _region(self) -> tuple[int, int]:
@@ -523,7 +319,6 @@ class Screen(pyte.Screen):
             first = buffer.pop(0) if 0 in buffer else ScreenLine()
             if self.main_buffer is None:
                 self.scrollback.append(first)
-                self.undrawn += 1
             # Renumbering in one comprehension beats moving rows one by one.
             self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
             return
@@ -900,8 +695,7 @@ class Screen(pyte.Screen):
                 return 0
             kept = [buffer.pop(y, None) for y in range(old - from_bottom)]
             if history:
-                self.scrollback.extend(line or ScreenLine() for line in kept[:from_top])
-                self.undrawn += from_top
+                self.scrollback.extend(kept[:from_top])
             for y, line in enumerate(kept[from_top:]):
                 if line is not None:
                     buffer[y] = line
@@ -914,9 +708,7 @@ class Screen(pyte.Screen):
             if line is not None:
                 buffer[y + pull] = line
         for y in range(pull - 1, -1, -1):
-            pulled = self.scrollback.pop()
-            self.drawn.pop(id(pulled), None)  # on screen again: it may change
-            buffer[y] = self.cells_of(pulled)
+            buffer[y] = self.scrollback.pull()
         return pull
 
     def _shift_saved(self, slot: int, shift: int) -> None:
