@@ -172,11 +172,21 @@ class ServerConfig:
     record_limit: int = DEFAULT_RECORD_LIMIT
     """Bytes per recording file before it is rotated (``--record-limit``)."""
     url: str = ""
-    """How children reach the server (``PTYVISOR_URL``); set once the port is bound."""
+    """How children reach the server (``PTYVISOR_URL``); set by `bound`."""
     settings: Settings = field(default_factory=Settings)
     """Persisted settings (``load_settings``); tests set them directly."""
     control_path: str = ""
-    """The control socket (``PTYVISOR_CONTROL``); set once it is listening."""
+    """The control socket (``PTYVISOR_CONTROL``); set by `bound`."""
+
+    def bound(self, port: int, control_path: str, url: str = "") -> None:
+        """The one change a config sees, once its sockets exist (in the keeper, or in
+        a server alone): the port bound (``port`` 0 asks for any), the URL that
+        reaches it (``url``: as the keeper said; else made from host and port) and
+        the control socket's path ("" without one)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        scheme = "wss" if self.tls_cert is not None else "ws"
+        self.port, self.control_path = port, control_path
+        self.url = url or self.url or f"{scheme}://{host}:{port}/"
 
     @property
     def recordings(self) -> Path:

@@ -224,11 +224,11 @@ class Keeper:
             family=socket.AF_INET6 if ":" in config.host else socket.AF_INET,
             backlog=512,
         )
-        config.port = self.tcp.getsockname()[1]
-        host = config.host if ":" not in config.host else f"[{config.host}]"
-        config.url = f"{'wss' if config.tls_cert is not None else 'ws'}://{host}:{config.port}/"
         self.control = descriptors.bind_private_unix(control_path(config.state_dir))
-        config.control_path = "" if self.control is None else str(control_path(config.state_dir))
+        config.bound(
+            self.tcp.getsockname()[1],
+            "" if self.control is None else str(control_path(config.state_dir)),
+        )
         self.programs: dict[str, Program] = {}
         self._by_pid: dict[int, Program] = {}
         self.server: subprocess.Popen[bytes] | None = None

@@ -79,7 +79,7 @@ class KeeperLink:
         url, control_path = str(settings.pop("url")), str(settings.pop("control_path"))
         verbose = bool(settings.pop("verbose", False))
         config = ServerConfig.from_json(settings)
-        config.url, config.control_path = url, control_path
+        config.bound(config.port, control_path, url)
         link = cls(sock, tcp, control, config, verbose)
         while True:
             message, fds = _expect(sock, wire.Adopt, wire.Adopted)

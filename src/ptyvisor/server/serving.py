@@ -91,17 +91,13 @@ class Alone:
         pass
 
     def listen(self, config: ServerConfig) -> tuple[dict[str, Any], socket.socket | None]:
-        path = control_path(config.state_dir)
-        self._control = descriptors.bind_private_unix(path)
-        config.control_path = "" if self._control is None else str(path)
+        self._control = descriptors.bind_private_unix(control_path(config.state_dir))
         return {"host": config.host, "port": config.port}, self._control
 
     def listening(self, config: ServerConfig, server: Server) -> None:
         port = server.sockets[0].getsockname()[1] if server.sockets else config.port
-        config.port = port
-        host = config.host if ":" not in config.host else f"[{config.host}]"
-        scheme = "wss" if config.tls_cert is not None else "ws"
-        config.url = config.url or f"{scheme}://{host}:{port}/"
+        path = "" if self._control is None else str(control_path(config.state_dir))
+        config.bound(port, path)
 
     async def serve_until_done(self, server: Server, supervisor: Supervisor) -> None:
         # Cancellation ends here; each session's task then stops and reaps its
@@ -112,7 +108,7 @@ class Alone:
         if self._control is not None:
             self._control.close()
             with contextlib.suppress(OSError):
-                os.unlink(config.control_path)
+                os.unlink(control_path(config.state_dir))
 
 
 class UnderKeeper:
