@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,6 +20,7 @@ import anyio
 import pytest
 
 from ptyvisor.client.client import Client
+from ptyvisor.server import records
 from tests.agents.fake_model import FakeModelServer, Reply
 from tests.agents.installed import agent_bin_dir
 from tests.agents.offline import offline_env
@@ -60,6 +62,20 @@ class Serve:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=30)
+
+
+async def recorded(state_dir: Path, session: str, native: str, *, wait: float = 30) -> None:
+    """Wait until the records on disk hold ``native`` as the session's agent id."""
+    path = state_dir / records.FILE
+    with anyio.fail_after(wait):
+        while True:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+                row = db.execute(
+                    "SELECT native_session_id FROM sessions WHERE id = ?", (session,)
+                ).fetchone()
+            if row is not None and row[0] == native:
+                return
+            await anyio.sleep(0.05)
 
 
 def _descendants(root: int) -> list[int]:
@@ -117,6 +133,9 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
                 listed = {s.id: s for s in await run.client.list()}
                 native = listed[old].activity.native_session_id
                 assert native, "the agent reported its own session id"
+            # Records are committed a moment after a change (records.FLUSH_SECONDS):
+            # the reboot comes once the id is on disk, as one a while later would.
+            await recorded(tmp_path / "state", old, native)
             first.kill_everything()
         finally:
             first.stop()
