@@ -3,18 +3,23 @@ real programs under real PTYs, real clients, and `asciinema cat` (PyPI) as the p
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from ptyvisor.client.client import Client, Output
 from ptyvisor.config import ServerConfig
+from ptyvisor.server.recording import PENDING_LIMIT, Recorder
+from ptyvisor.server.recording import Screen as RecordedScreen
 from ptyvisor.server.serving import run_server
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.wire.protocol import ProcessChanged
@@ -243,3 +248,102 @@ async def test_a_recording_that_cannot_be_written_costs_only_the_recording(
             await until(client, lambda e: isinstance(e, Output) and b"and-again" in e.data)
             await closed(client, session.id)
         tg.cancel_scope.cancel()
+
+
+async def test_output_queued_when_the_session_closes_is_written(tmp_path: Path) -> None:
+    """A close that lands while the writer waits for a worker thread (every thread
+    start is a cancellation point) still writes what was queued: it left the queue
+    only once written. One CI run under load lost a session's last line this way."""
+    path = tmp_path / "s.cast"
+
+    async def no_screen(seq: int) -> RecordedScreen:
+        raise AssertionError("a fresh recording never asks for the screen")
+
+    recorder = Recorder(path, title="t", term="xterm", cols=80, rows=24, screen=no_screen)
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    release = threading.Event()
+    writer = anyio.CancelScope()
+
+    async def write() -> None:
+        with writer:
+            await recorder.run()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(write)
+        recorder.output(0, b"first ")
+
+        async def written(text: str) -> bool:
+            return path.exists() and text in path.read_text()
+
+        await poll(lambda: written("first"))
+        limiter.total_tokens = 1
+        tg.start_soon(functools.partial(anyio.to_thread.run_sync, release.wait))
+
+        async def taken() -> bool:
+            return limiter.borrowed_tokens == 1
+
+        await poll(taken)  # the only worker thread is busy elsewhere
+        recorder.output(6, b"last")
+
+        async def waiting() -> bool:
+            return limiter.statistics().tasks_waiting == 1
+
+        await poll(waiting)  # the writer holds its batch and waits for a thread
+        writer.cancel()
+        release.set()
+    assert await written("last")
+
+
+async def test_output_past_the_pending_limit_becomes_a_marked_redraw(tmp_path: Path) -> None:
+    """A writer that cannot keep up costs the recording a stretch of output, never
+    the program: the file then draws the screen afresh, says so with a marker, and
+    still plays to the screen the program left."""
+    path = tmp_path / "s.cast"
+    source = HeadlessTerminal(40, 6)
+    fed = 0
+
+    async def screen(seq: int) -> RecordedScreen:
+        assert seq <= fed
+        return RecordedScreen(source.snapshot(include_scrollback=False).ansi, fed, 40, 6)
+
+    def output(data: bytes) -> None:
+        nonlocal fed
+        source.feed(data)
+        recorder.output(fed, data)
+        fed += len(data)
+
+    recorder = Recorder(path, title="t", term="xterm", cols=40, rows=6, screen=screen)
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    release = threading.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(recorder.run)
+        output(b"before the flood\r\n")
+
+        async def written() -> bool:
+            return path.exists() and "before" in path.read_text()
+
+        await poll(written)
+        limiter.total_tokens = 1
+        tg.start_soon(functools.partial(anyio.to_thread.run_sync, release.wait))
+
+        async def taken() -> bool:
+            return limiter.borrowed_tokens == 1
+
+        await poll(taken)  # the writer is stuck until released
+        line = b"x" * 1023 + b"\n"
+        for n in range(PENDING_LIMIT // len(line) + 64):
+            output(b"%d " % n + line)
+        output(b"\x1b[2Jafter the flood\r\n")
+        release.set()
+
+        async def caught_up() -> bool:
+            return "after the flood" in path.read_text()
+
+        await poll(caught_up)
+        tg.cancel_scope.cancel()
+    _header, events = read_cast(path)
+    assert [e[2] for e in events if e[1] == "m"] == ["recording gap"]
+    assert sum(len(e[2]) for e in events if e[1] == "o") < PENDING_LIMIT + 64 * 1024
+    played_back = HeadlessTerminal(40, 6)
+    played_back.feed("".join(e[2] for e in events if e[1] == "o").encode())
+    assert played_back.display == source.display

@@ -147,6 +147,8 @@ class Recorder:
         self._pending_bytes = 0
         self._dropped_from: int | None = None
         """Output from this seq on was dropped: the next file part, or a redraw, covers it."""
+        self._gap_owed = False
+        """Output was dropped and the redraw that covers it is not written yet."""
         self._seq = start_seq
         self._skip_until = start_seq
         self._wake = anyio.Event()
@@ -201,23 +203,35 @@ class Recorder:
                     self._file = None
 
     async def _write_pending(self) -> None:
+        """Write what is queued. Nothing leaves the queue before it is on disk: a
+        worker thread is started only after a checkpoint, so a session closed at that
+        moment cancels the write, and the final pass in `run` must still find it."""
         if self.failed:
             return
         try:
             if self._file is None or self._needs_screen or self._written >= self._limit:
                 await self._new_file()
             batch = list(self._pending)
-            self._pending.clear()
-            self._pending_bytes = 0
-            dropped, self._dropped_from = self._dropped_from, None
             await anyio.to_thread.run_sync(self._write_batch, batch)
-            if dropped is not None:
+            self._forget(len(batch))
+            if self._dropped_from is not None:
+                self._dropped_from = None  # output queues again; the redraw covers the gap
+                self._gap_owed = True
+            if self._gap_owed:
                 screen = await self._screen(self._seq)
                 await anyio.to_thread.run_sync(self._write_gap, screen)
+                self._gap_owed = False
         except OSError as error:
             log.warning("recording %s stopped: %s", self.path, error.strerror or error)
             self.failed = True
             self._pending.clear()
+
+    def _forget(self, count: int) -> None:
+        """The oldest ``count`` queued events are written."""
+        for _ in range(count):
+            _at, _kind, payload, _seq = self._pending.popleft()
+            if isinstance(payload, bytes):
+                self._pending_bytes -= len(payload)
 
     async def _new_file(self) -> None:
         """The first file, or the next one (rotated, or after an adoption): it starts
