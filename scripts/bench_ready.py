@@ -1,7 +1,7 @@
 """How well Ready and the first ``working`` line up with the real agents' TUIs.
 
 Runs each agent N times through ptyvisor against the fake model server
-(tests/agents/ready.py: a client types its prompt the instant Ready arrives, then
+(tests/agents/clis/ready.py: a client types its prompt the instant Ready arrives, then
 submits it) and prints one markdown table: per agent, p50 and max of
 
 - ready - drawn: Ready minus the moment a snapshot first showed the empty input
@@ -13,7 +13,7 @@ submits it) and prints one markdown table: per agent, p50 and max of
 
     .venv/bin/python scripts/bench_ready.py [--runs N] [agent ...]
 
-Needs the pinned agent CLIs (scripts/install_agents.sh, run by tests/agents/installed.py).
+Needs the pinned agent CLIs (scripts/install_agents.sh, run by tests/agents/clis/installed.py).
 Absolute figures are noisy on a shared machine: read p50 against max.
 """
 
@@ -31,7 +31,7 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.agents.ready import PROMPT_SHOWN, READY_PHASES, ReadyTiming, typed_at_ready  # noqa: E402
+from tests.agents.clis.ready import PROMPT_SHOWN, READY_PHASES, ReadyTiming, typed_at_ready  # noqa: E402
 
 AGENTS = list(PROMPT_SHOWN)
 

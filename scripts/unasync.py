@@ -16,7 +16,7 @@ same signatures and docstrings. As httpcore writes its ``_sync`` package from
     python scripts/unasync.py           rewrite client/sync.py
     python scripts/unasync.py --check   exit 1 if it is not what would be written
 
-``tests/test_scripting.py`` runs the check, so an edit to the async API fails the
+``tests/client/test_scripting.py`` runs the check, so an edit to the async API fails the
 suite until this is run.
 """
 

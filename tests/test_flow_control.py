@@ -19,7 +19,7 @@ from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.wire.protocol import SERVER_MESSAGE, Attached, SnapshotMessage
 
 from .conftest import TOKEN, RunningServer, output_until
-from .test_webpage import get
+from .server.test_webpage import get
 
 pytestmark = pytest.mark.anyio
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from .conftest import env_without_ptyvisor
 
@@ -47,3 +48,30 @@ def test_the_public_python_api() -> None:
     )
     result = run("-c", code)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_tests_mirror_the_modules() -> None:
+    """A folder of tests named like a package of ``src/ptyvisor`` holds that package's
+    module tests, ``test_<module>.py``, so a rename that leaves a test file behind is
+    seen here. Tests of a feature across modules sit in ``tests/`` itself; the real
+    agent CLIs in ``tests/agents/clis/`` and the page in ``tests/web/``."""
+    tests = Path(__file__).resolve().parent
+    package = tests.parent / "src" / "ptyvisor"
+    mirrored = [
+        d for d in tests.rglob("*") if (package / d.relative_to(tests) / "__init__.py").is_file()
+    ]
+    assert {d.relative_to(tests).as_posix() for d in mirrored} >= {
+        "agents", "cli", "client", "keeper", "server", "server/session", "terminal", "wire"
+    }  # fmt: skip
+
+    def names_a_module(test: Path) -> bool:
+        module = package / test.parent.relative_to(tests) / test.stem.removeprefix("test_")
+        return module.is_dir() or module.with_suffix(".py").is_file()
+
+    strays = [
+        test.relative_to(tests).as_posix()
+        for folder in mirrored
+        for test in folder.glob("test_*.py")
+        if not names_a_module(test)
+    ]
+    assert not strays, f"test files named after no module: {strays}"

@@ -4,7 +4,7 @@ else start-up quiet once something was drawn; a turn's start from its busy line
 (`agents.BUSY_SCREEN`, busy_line.py).
 
 Stand-in ``codex`` / ``opencode`` programs on the child's PATH: the launch is real (the
-agent's flags and environment), the agent is not. The real agents: tests/agents.
+agent's flags and environment), the agent is not. The real agents: tests/agents/clis.
 """
 
 from __future__ import annotations

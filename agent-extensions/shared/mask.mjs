@@ -3,7 +3,7 @@
 // A line-for-line port of src/ptyvisor/agents/masking.py: the same rules, in the same
 // order, with the same bounded repetitions (so masking stays linear on hostile
 // input), giving the same output for every input. agent-extensions/
-// masking-vectors.json is the shared oracle, and tests/test_js_extensions.py
+// masking-vectors.json is the shared oracle, and tests/agents/test_extensions.py
 // also compares both implementations on thousands of generated strings.
 //
 // Python's `re` and JavaScript's RegExp differ in three ways that matter here,

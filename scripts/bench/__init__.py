@@ -40,7 +40,7 @@ The rows (sizes of the full run):
 5. Headless terminal throughput, MB/s of bytes fed in 64 KiB chunks, for ptyvisor's
    HeadlessTerminal, stock pyte (``pyte.Screen`` + ``pyte.ByteStream``; it raises on
    some real output, which the row then says) and @xterm/headless 6.0 in Node, on the
-   same bytes: real programs' output (tests/captured/*.input, vim and less, repeated;
+   same bytes: real programs' output (tests/terminal/captured/*.input, vim and less, repeated;
    80x24), a synthesised TUI stream (cursor moves, SGR from a fixed theme, partial
    redraws, box drawing, a spinner and status line; 120x40), and log lines (the start
    of row 4's file; 120x40). The ratio ours / xterm. xterm is timed from its first

@@ -74,9 +74,12 @@ def tui_stream(size: int, cols: int, rows: int) -> bytes:
     return b"".join(parts)[:size]
 
 
+CAPTURED = ROOT / "tests" / "terminal" / "captured"
+
+
 def captured_stream(size: int) -> bytes | None:
-    """Real programs' output (tests/captured/*.input: vim, less), repeated to ``size``."""
-    files = sorted((ROOT / "tests" / "captured").glob("*.input"))
+    """Real programs' output (tests/terminal/captured/*.input: vim, less), repeated to ``size``."""
+    files = sorted(CAPTURED.glob("*.input"))
     if not files:
         return None
     blob = b"".join(file.read_bytes() for file in files)
@@ -150,7 +153,7 @@ def terminal_rows(sizes: Sizes, log_file: Path, report: Report) -> None:
     with log_file.open("rb") as handle:
         log = handle.read(size)
     streams = [
-        ("5a", "real programs' output (tests/captured, repeated)", captured_stream(size), 80, 24),
+        ("5a", "real programs' output (captured, repeated)", captured_stream(size), 80, 24),
         ("5b", "TUI-like stream (synthesised)", tui_stream(size, 120, 40), 120, 40),
         ("5c", "log lines (1 in 5 coloured)", log, 120, 40),
     ]
@@ -159,7 +162,7 @@ def terminal_rows(sizes: Sizes, log_file: Path, report: Report) -> None:
     for key, name, data, cols, rows in streams:
         what = f"headless terminal, {name}, {size / 1e6:.1f} MB at {cols}x{rows}"
         if data is None:
-            report.add(key, what, "not measured: tests/captured holds no .input file", "≥ 0.5")
+            report.add(key, what, f"not measured: {CAPTURED} holds no .input file", "≥ 0.5")
             continue
         progress(f"row 5: {name}")
         ours = feed_rate(HeadlessTerminal(cols, rows).feed, data)

@@ -1,1 +1,2 @@
-"""End-to-end tests of the real agent CLIs, offline against a fake model server."""
+"""Tests of the agents package's modules, mirroring src/ptyvisor/agents; the real agent
+CLIs end to end are in clis/."""

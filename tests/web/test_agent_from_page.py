@@ -6,7 +6,7 @@ the card's Allow (the command runs, its output reaches the model); a second prom
 gets an AskUserQuestion, answered with the card's options (the model gets the chosen
 one). The header badge's every text is recorded in the page by a MutationObserver,
 and must be exactly the turn's phases. Claude's quirks: see
-``tests/agents/test_claude_code_e2e.py``.
+``tests/agents/clis/test_claude_code_e2e.py``.
 """
 
 # ruff: noqa: RUF001  (the TUI draws its prompt mark with a non-ASCII arrow)
@@ -25,9 +25,9 @@ import pytest
 from anyio.from_thread import BlockingPortal
 from playwright.sync_api import Page, expect
 
-from ..agents.fake_model import FakeModelServer, Reply, Request, ToolResult
-from ..agents.installed import agent_bin_dir
-from ..agents.offline import offline_env
+from ..agents.clis.fake_model import FakeModelServer, Reply, Request, ToolResult
+from ..agents.clis.installed import agent_bin_dir
+from ..agents.clis.offline import offline_env
 from .conftest import PTYVISOR, Server, login, screenshot, session_entry, start_server
 from .conftest import wait_for_terminal as terminal_shows
 

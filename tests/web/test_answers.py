@@ -13,7 +13,7 @@ from typing import Any
 from playwright.sync_api import BrowserContext, Page, expect
 
 from ..conftest import wait_for
-from ..test_control import ASK, BASH, CODEX_QUESTION, WRAPPER
+from ..server.test_control import ASK, BASH, CODEX_QUESTION, WRAPPER
 from .conftest import (
     PYTHON,
     Server,

@@ -1,7 +1,7 @@
 """Past sessions in the page: an exited session is started again from its header, and
 sessions from before the server stopped are listed under "Past sessions" with a button
 that starts them again (a plain command: "Run again"; an agent on its conversation:
-"Resume", see tests/agents/test_resume.py for the real agents)."""
+"Resume", see tests/agents/clis/test_resume.py for the real agents)."""
 
 from __future__ import annotations
 

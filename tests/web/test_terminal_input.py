@@ -68,7 +68,7 @@ def test_paste_is_bracketed_and_clicks_are_mouse_reports(
 
 def test_page_strips_replayed_queries_like_the_server_side(server: Server, page: Page) -> None:
     """The page's replay.js against the vectors ptyvisor/replay.py is checked with."""
-    vectors = json.loads((ROOT / "tests" / "replay-queries.json").read_text())["vectors"]
+    vectors = json.loads((ROOT / "tests/terminal/replay-queries.json").read_text())["vectors"]
     login(page, server)
     results: list[str] = page.evaluate(
         """async vectors => {

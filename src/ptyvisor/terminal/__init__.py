@@ -1,7 +1,7 @@
 """A headless terminal per session: parses program output, snapshots the screen.
 
 Built on pyte 0.8.2's `Screen` (subclassed) with our own parser. pyte faults
-fixed here, each with a test in ``tests/test_terminal.py``:
+fixed here, each with a test in ``tests/terminal/test_headless.py``:
 
 1. **Zero-width non-combining characters drop the rest of the run.** pyte's
    ``draw`` stops at any zero-width character that is not a Unicode combining

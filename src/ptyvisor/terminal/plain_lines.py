@@ -1,7 +1,7 @@
 """The fast path for floods: whole lines of printable ASCII and SGR, each followed by
 CR LF (a log, a build, `cat` of a big file), drawn in one call per batch.
 
-`draw` ends exactly as drawing, SGR, CR and LF would one by one (tests/test_plain_lines.py
+`draw` ends exactly as drawing, SGR, CR and LF would one by one (tests/terminal/test_plain_lines.py
 checks that against the slow path, split at every byte), but a line that starts on a
 blank bottom row of a full-screen region is built whole as runs, and the rows it
 pushes up move in one go at the end, not one dict renumbering per line feed. A row

@@ -10,7 +10,7 @@ bytes (before ``attached.live_seq``) without the queries; its stream position st
 counts every byte. Nothing a query does is visible, so the screen is the same.
 
 The web page has the same rules in ``web/static/replay.js``; both are checked
-against ``tests/replay-queries.json``.
+against ``tests/terminal/replay-queries.json``.
 """
 
 from __future__ import annotations

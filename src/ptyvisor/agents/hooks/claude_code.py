@@ -228,7 +228,7 @@ def native_answer(event: Mapping[str, Any], decision: Decision) -> Payload | Non
     one Claude itself puts in the PostToolUse input (pinned in test_hooks.py); several
     labels of a multi-select question are joined with ``", "``, as Claude's own input
     schema joins a list of labels (2.1.332; the model then gets ``"Q"="A, C"``, pinned
-    against the real TUI in tests/agents/test_claude_code_answers.py).
+    against the real TUI in tests/agents/clis/test_claude_code_answers.py).
 
     The decision's suggestion index and labels refer to the masked interaction; they
     are mapped back, by position, to the raw payload, which never left this process.

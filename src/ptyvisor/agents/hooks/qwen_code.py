@@ -2,7 +2,7 @@
 
 Qwen Code 0.24 sends Claude Code's hook events with Claude's payload fields and reads
 Claude's answers (its bundled docs/features/hooks.md; checked against the real TUI in
-tests/agents/test_qwen_code_e2e.py), so `claude_code` maps them, with Qwen's tool
+tests/agents/clis/test_qwen_code_e2e.py), so `claude_code` maps them, with Qwen's tool
 names. What differs:
 
 - ``PermissionRequest`` fires *before* Qwen shows its own prompt and Qwen waits for

@@ -1,7 +1,7 @@
 // Terminal queries in replayed output were answered when they were live (by the
 // server or the client then attached); xterm must not answer them again, or the
 // program reads the second reply as typed input. Same rules as ptyvisor/replay.py,
-// checked against the same vectors (tests/replay-queries.json).
+// checked against the same vectors (tests/terminal/replay-queries.json).
 
 const QUERY = new RegExp(
   [

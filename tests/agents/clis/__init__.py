@@ -1,0 +1,1 @@
+"""End-to-end tests of the real agent CLIs, offline against a fake model server."""

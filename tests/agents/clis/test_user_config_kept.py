@@ -1,0 +1,118 @@
+"""ptyvisor installs its extension for one session without displacing the user's own:
+a hook / plugin / extension the user configured still runs beside ours, and the
+user's configuration files are left exactly as they were."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.agents.clis.fake_model import FakeModelServer, Reply
+from tests.agents.clis.offline import GEMINI_SETTINGS
+from tests.agents.clis.under_ptyvisor import agent_session
+
+pytestmark = pytest.mark.anyio
+
+
+def claude_user_hook(home: Path, marker: Path) -> list[Path]:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    hook = {"type": "command", "command": f"touch {marker}"}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}}))
+    return [settings]
+
+
+def opencode_user_plugin(home: Path, marker: Path) -> list[Path]:
+    plugin = home / ".config" / "opencode" / "plugins" / "mine.js"
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    plugin.write_text(
+        'import { writeFileSync } from "node:fs";\n'
+        "export const Mine = async () => {\n"
+        f"  writeFileSync({json.dumps(str(marker))}, 'loaded');\n"
+        "  return {};\n"
+        "};\n"
+    )
+    return [plugin]
+
+
+def pi_user_extension(home: Path, marker: Path) -> list[Path]:
+    extension = home / ".pi" / "agent" / "extensions" / "mine.js"
+    extension.parent.mkdir(parents=True, exist_ok=True)
+    extension.write_text(
+        'import { writeFileSync } from "node:fs";\n'
+        "export default (pi) => {\n"
+        f"  pi.on('session_start', async () => writeFileSync({json.dumps(str(marker))}, 'x'));\n"
+        "};\n"
+    )
+    return [extension]
+
+
+def gemini_user_hook(home: Path, marker: Path) -> list[Path]:
+    """The user's own hook in their settings.json, which also holds what the offline
+    run needs (so the test harness leaves the file as it is)."""
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    hook = {"type": "command", "command": f"touch {marker}"}
+    hooks = {"SessionStart": [{"matcher": "*", "hooks": [hook]}]}
+    settings.write_text("// mine\n" + json.dumps({**GEMINI_SETTINGS, "hooks": hooks}))
+    return [settings]
+
+
+def qwen_user_hook(home: Path, marker: Path) -> list[Path]:
+    """Qwen Code's user settings with a hook on the event ours reports Ready from, in
+    its current format (``$version`` 4): Qwen itself rewrites an older one."""
+    settings = home / ".qwen" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    hook = {"type": "command", "command": f"touch {marker}"}
+    user = {"$version": 4, "hooks": {"SessionStart": [{"hooks": [hook]}]}}
+    settings.write_text(json.dumps(user, indent=2) + "\n")
+    return [settings]
+
+
+USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
+    "claude-code": claude_user_hook,
+    "opencode": opencode_user_plugin,
+    "pi": pi_user_extension,
+    "gemini-cli": gemini_user_hook,
+    "qwen-code": qwen_user_hook,
+}
+
+
+@pytest.mark.parametrize("agent", sorted(USER_CONFIG))
+async def test_users_own_extension_still_runs(agent: str, tmp_path: Path) -> None:
+    marker = tmp_path / "user-extension-ran"
+    user_files = USER_CONFIG[agent](tmp_path / "home", marker)
+    before = {path: path.read_bytes() for path in user_files}
+    async with FakeModelServer() as model, agent_session(agent, tmp_path, model) as run:
+        await run.wait_phase("waiting", wait=90)  # ours reported Ready, and theirs ran:
+        with anyio.fail_after(30):
+            while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
+                await anyio.sleep(0.1)
+        model.assert_no_unexpected()
+    assert {path: path.read_bytes() for path in user_files} == before
+
+
+async def test_users_own_codex_hooks_still_run(tmp_path: Path) -> None:
+    marker = tmp_path / "user-hook-ran"
+    hooks = tmp_path / "home" / ".codex" / "hooks.json"
+    hooks.parent.mkdir(parents=True, exist_ok=True)
+    user_hook = {"type": "command", "command": f"touch {marker}"}
+    hooks.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [user_hook]}]}}))
+    before = hooks.read_bytes()
+    async with FakeModelServer() as model, agent_session("codex", tmp_path, model) as run:
+        model.script(Reply.text("hello back"))
+        await run.wait_phase("waiting", wait=60)
+        await run.type("hello")
+        await run.wait_screen("hello", wait=15)
+        await run.type("\r")
+        await run.wait_phase("working", wait=30)  # ours reported the prompt, and theirs ran:
+        with anyio.fail_after(30):
+            while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
+                await anyio.sleep(0.1)
+        await run.wait_screen("hello back", wait=30)
+        model.assert_no_unexpected()
+    assert hooks.read_bytes() == before
