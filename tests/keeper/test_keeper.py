@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import signal
 import sqlite3
 import subprocess
@@ -18,8 +19,11 @@ from typing import TypeVar
 
 import anyio
 import pytest
+from websockets.exceptions import InvalidStatus
 
 from ptyvisor.client.client import Client, Output
+from ptyvisor.errors import Disconnected
+from ptyvisor.keeper.keeper import lock_holder
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.wire.protocol import ActivityChanged, Snapshot
 
@@ -722,3 +726,125 @@ def test_the_server_process_phases_are_one_table() -> None:
     for event, after in life:
         phase = SERVER_TRANSITIONS[phase][event]  # type: ignore[index]
         assert phase == after, event
+
+
+@pytest.mark.parametrize("started", ["as the terminal's own process", "from a shell in it"])
+def test_closing_the_terminal_serve_runs_in_stops_no_program(
+    tmp_path: Path, env: dict[str, str], started: str
+) -> None:
+    """A closed terminal or an ended login sends SIGHUP, which is not a stop: the
+    programs run on, the next client reaches them, and serve logs to the state
+    directory from then on. ``ptyvisor stop`` is the stop: every program ends and
+    serve lets go of the state directory."""
+    state = Path(env["PTYVISOR_STATE_DIR"])
+    serve = [PTYVISOR_BIN, "serve", "--port", "0"]
+    shell = ["bash", "--norc", "--noprofile", "-i"]
+    master, slave = os.openpty()
+    leader = subprocess.Popen(
+        ["setsid", "--ctty", *(shell if "shell" in started else serve)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**env, "PS1": "$ "},
+    )
+    os.close(slave)
+    seen = bytearray()
+    try:
+        if "shell" in started:
+            os.write(master, (" ".join(serve) + "\r").encode())
+
+        def address() -> str | None:
+            if select.select([master], [], [], 0.1)[0]:
+                seen.extend(os.read(master, 65536))
+            found = re.search(rb"serving on (\S+)", seen)
+            return found.group(1).decode() if found else None
+
+        url = wait_for(address, "serve's address in its terminal")
+        keeper = lock_holder(state)
+        assert keeper is not None
+
+        async def first(client: Client) -> tuple[str, int]:
+            session = await echoed_first(client)
+            [summary] = await client.list()
+            assert summary.process.pid is not None
+            return session, summary.process.pid
+
+        session, program = anyio.run(lambda: _with_client(url, first))
+        os.close(master)  # the terminal closes
+        master = -1
+        if "shell" in started:
+            leader.wait(timeout=15)
+
+        async def echoes(client: Client) -> int | None:
+            [summary] = await client.list()
+            await client.attach(session)
+            await client.send_input(b"second\r")
+            await output_until(client, b"got:second")
+            return summary.process.pid
+
+        assert wait_for(lambda: _reachable(url, echoes), "the program after the hangup") == program
+        assert lock_holder(state) == keeper and alive(program)
+        assert "the terminal closed; serving on" in (state / "serve.log").read_text()
+
+        stopped = subprocess.run(
+            [PTYVISOR_BIN, "stop"], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert (stopped.returncode, stopped.stdout.strip()) == (0, "stopped"), stopped.stderr
+        assert lock_holder(state) is None and not alive(program) and not alive(keeper)
+        again = subprocess.run(
+            [PTYVISOR_BIN, "stop"], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert again.returncode == 1 and "no ptyvisor serve is running" in again.stderr
+    finally:
+        if master >= 0:
+            os.close(master)
+        holder = lock_holder(state)
+        if holder is not None:
+            os.kill(holder, signal.SIGKILL)
+        leader.kill()
+        leader.wait()
+
+
+def test_serve_without_the_keeper_takes_a_hangup_as_no_stop_either(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """``serve --no-keeper`` (programs end with it) still ends only on SIGTERM or
+    SIGINT: a SIGHUP, as from a closed terminal, leaves it serving its program."""
+    proc, _page = start_serve(["--port", "0", "--no-keeper"], env=env, stdout=tmp_path / "out")
+    url = (tmp_path / "out").read_text().split("serving on ", 1)[1].split()[0]
+    try:
+        session = anyio.run(lambda: _with_client(url, echoed_first))
+        proc.send_signal(signal.SIGHUP)
+
+        async def echoes(client: Client) -> bool:
+            await client.attach(session)
+            await client.send_input(b"second\r")
+            await output_until(client, b"got:second")
+            return True
+
+        assert anyio.run(lambda: _with_client(url, echoes))
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+async def _with_client(url: str, call: Callable[[Client], Awaitable[T]]) -> T:
+    async with Client.connect(url, TOKEN) as client:
+        return await call(client)
+
+
+def _reachable(url: str, call: Callable[[Client], Awaitable[T]]) -> T | None:
+    """``call`` through a new connection, or None while the server is away (gone, or
+    closing connections for a restart)."""
+    try:
+        return anyio.run(lambda: _with_client(url, call))
+    except (OSError, Disconnected, InvalidStatus):
+        return None
+    except ExceptionGroup as group:  # refused (503) while one hands over to the next
+        if group.split((OSError, Disconnected, InvalidStatus))[1] is not None:
+            raise
+        return None

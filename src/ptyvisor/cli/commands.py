@@ -33,6 +33,7 @@ from ptyvisor.client.client import Client, ConnectionLost
 from ptyvisor.client.waiting import Condition, wait
 from ptyvisor.config import default_state_dir, read_token
 from ptyvisor.errors import BadReference, Disconnected, ServerError, SessionGone, SessionVanished
+from ptyvisor.keeper.keeper import lock_holder
 from ptyvisor.wire.protocol import (
     ActivityChanged,
     ProcessChanged,
@@ -66,6 +67,8 @@ def run_command(args: list[str]) -> int:
         return write_output("schema", "-" if options.output is None else options.output, text)
     if command == "restart":
         return restart(options)
+    if command == "stop":
+        return stop(options)
     if getattr(options, "detach_key", None) is not None:
         # Checked before anything is spawned: a bad key must not leave a session behind.
         try:
@@ -125,15 +128,40 @@ def _unwrap(error: BaseException) -> BaseException:
     return error
 
 
-def restart(options: argparse.Namespace) -> int:
-    """Signal the keeper (SIGUSR2), then wait for a server that started after that."""
-    from ptyvisor.keeper.keeper import lock_holder
-
+def running_keeper(command: str, options: argparse.Namespace) -> tuple[Path, int] | None:
+    """The state directory and the pid of the ``serve`` running on it, or None (said)."""
     state_dir = options.state_dir or default_state_dir()
     keeper = lock_holder(state_dir)
     if keeper is None:
-        complain(f"ptyvisor restart: no ptyvisor serve is running on {state_dir}")
+        complain(f"ptyvisor {command}: no ptyvisor serve is running on {state_dir}")
+        return None
+    return state_dir, keeper
+
+
+def stop(options: argparse.Namespace) -> int:
+    """Signal the keeper (SIGTERM: the documented stop), then wait until it has
+    stopped every program and let go of the state directory."""
+    running = running_keeper("stop", options)
+    if running is None:
         return 1
+    state_dir, keeper = running
+    os.kill(keeper, signal.SIGTERM)
+    deadline = time.monotonic() + options.timeout
+    while lock_holder(state_dir) is not None:
+        if time.monotonic() >= deadline:
+            complain(f"ptyvisor stop: serve (pid {keeper}) still runs after {options.timeout:g} s")
+            return 1
+        time.sleep(0.05)
+    say("stopped")
+    return 0
+
+
+def restart(options: argparse.Namespace) -> int:
+    """Signal the keeper (SIGUSR2), then wait for a server that started after that."""
+    running = running_keeper("restart", options)
+    if running is None:
+        return 1
+    state_dir, keeper = running
     token = options.token or read_token(state_dir)
     asked = time.time_ns() // 1_000_000
     os.kill(keeper, signal.SIGUSR2)

@@ -162,23 +162,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     terminal_options(resume)
 
-    restart = sub.add_parser(
+    def keeper_command(
+        name: str, summary: str, description: str, wait: str, *, connects: bool
+    ) -> None:
+        """A command for the ``serve`` running on a state directory (found by its lock)."""
+        command = sub.add_parser(name, help=summary, description=description)
+        command.add_argument(
+            "--state-dir",
+            type=Path,
+            default=None,
+            help=f"the serve to {name} (default: $PTYVISOR_STATE_DIR, "
+            "else ~/.local/share/ptyvisor)",
+        )
+        if connects:
+            client_options(command)
+        command.add_argument(
+            "--timeout", type=float, default=30, help=f"seconds to wait for {wait} (default 30)"
+        )
+
+    keeper_command(
         "restart",
-        help="restart the server process; programs keep running and clients reconnect",
-        description="Restart the server process of the `ptyvisor serve` running on the "
+        "restart the server process; programs keep running and clients reconnect",
+        "Restart the server process of the `ptyvisor serve` running on the "
         "state directory (to pick up an upgrade, say): its programs keep running, their "
         "screens, activity and queued messages are handed over, and clients reconnect. "
         "Returns once the new server answers.",
+        "the new server",
+        connects=True,
     )
-    restart.add_argument(
-        "--state-dir",
-        type=Path,
-        default=None,
-        help="the serve to restart (default: $PTYVISOR_STATE_DIR, else ~/.local/share/ptyvisor)",
-    )
-    client_options(restart)
-    restart.add_argument(
-        "--timeout", type=float, default=30, help="seconds to wait for the new server (default 30)"
+    keeper_command(
+        "stop",
+        "stop the server and every program it runs",
+        "Stop the `ptyvisor serve` running on the state directory, as SIGTERM or Ctrl-C "
+        "to it does: every program gets SIGHUP, then SIGKILL after 2 s, and everything "
+        "they started is reaped. Returns once serve has exited. (Closing the terminal "
+        "serve runs in, or logging out of it, stops nothing.)",
+        "serve to exit",
+        connects=False,
     )
 
     session_command(

@@ -123,8 +123,8 @@ class Client:
         client = cls(url, token)
         async with anyio.create_task_group() as tg:
             client._tg = tg
-            await client._open()
-            try:
+            try:  # a refused connection releases its event stream too
+                await client._open()
                 yield client
             finally:
                 await client.aclose()

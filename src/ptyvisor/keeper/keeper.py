@@ -17,10 +17,11 @@ nothing a program wrote meanwhile is lost: it waits in its terminal. A planned
 restart (``ptyvisor restart``, or SIGUSR2) also hands over what only the server
 knew — screens, activity, queued messages — in memory.
 
-Stopping (SIGTERM, SIGINT, SIGHUP) stops the server, then every program: HUP (and
-CONT), KILL after a grace period, and everything they started, however detached —
-the keeper is a child subreaper, so orphans become its children — is reaped before
-it exits.
+Stopping (SIGTERM, SIGINT, ``ptyvisor stop``) stops the server, then every program:
+HUP (and CONT), KILL after a grace period, and everything they started, however
+detached — the keeper is a child subreaper, so orphans become its children — is
+reaped before it exits. SIGHUP is not a stop: it is what a closed terminal or an
+ended login sends, and it moves the log to the state directory (`logs.away_from_terminal`).
 
 Small enough to trust: stdlib only, no asyncio, no pydantic, one thread, and it
 never parses program output.
@@ -248,6 +249,8 @@ class Keeper:
         self._pings = 0
         self._selector = selectors.DefaultSelector()
         self._signals: deque[int] = deque()
+        self._on_terminal = any(os.isatty(fd) for fd in (1, 2))
+        """Whether serve writes to a terminal, which may close under it (SIGHUP)."""
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     # ------------------------------------------------------------------ main loop
@@ -349,10 +352,25 @@ class Keeper:
             self._reap()
         elif signum == signal.SIGUSR2:
             self._restart()
+        elif signum == signal.SIGHUP:
+            self._terminal_closed()
         elif self.phase is not ServerPhase.STOPPING:
             log.info("stopping: every program is stopped first")
             self._change("stop")
             self._tell_server(wire.Stop(), deadline=SERVER_STOP_SECONDS)
+
+    def _terminal_closed(self) -> None:
+        """SIGHUP: the terminal serve ran in closed, or the login it ran in ended.
+        Programs run on; the log moves to the state directory, and the server process,
+        which still writes to the closed terminal, is replaced by one that writes
+        there too (a planned restart: no program notices, clients reconnect)."""
+        if not self._on_terminal:
+            log.info("SIGHUP ignored: serve stops on SIGTERM, SIGINT or ptyvisor stop")
+            return
+        self._on_terminal = False
+        path = logs.away_from_terminal(self.config.state_dir)
+        log.info("the terminal closed; serving on, logging to %s", path)
+        self._restart()
 
     # ------------------------------------------------------------------ the server
 

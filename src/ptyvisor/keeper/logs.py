@@ -6,11 +6,17 @@ Stdlib only: the keeper uses it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sys
+from pathlib import Path
 
 from ptyvisor.wire.untrusted import printable
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_FILE = "serve.log"
+"""Where ``serve`` writes once the terminal it was started in is gone."""
 
 
 class InertFormatter(logging.Formatter):
@@ -43,3 +49,23 @@ def configure(verbose: bool) -> None:
         root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.getLogger("websockets").setLevel(logging.WARNING)
+
+
+def away_from_terminal(state_dir: Path) -> Path:
+    """The terminal ``serve`` printed to has closed (or the login it ran in ended),
+    which is no reason to stop: from now on standard output and error go to
+    ``<state_dir>/serve.log`` (appended, ours only, never through a link) and input
+    is ``/dev/null``, so nothing more is written to a terminal that is gone."""
+    path = state_dir / LOG_FILE
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    log_fd = os.open(path, flags, 0o600)
+    null_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # to the closed terminal: lost
+            stream.flush()
+    os.dup2(null_fd, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    os.close(null_fd)
+    return path

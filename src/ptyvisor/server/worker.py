@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import signal
 import sys
 
@@ -46,7 +47,8 @@ def main(argv: list[str]) -> int:
 
 
 def serve_in_process(config: ServerConfig, *, explicit_token: bool) -> int:
-    """``ptyvisor serve --no-keeper``: programs end with this process."""
+    """``ptyvisor serve --no-keeper``: programs end with this process, which SIGINT
+    and SIGTERM stop; SIGHUP (a closed terminal) only moves its log, as the keeper's."""
     from ptyvisor.server.serving import run_server
 
     logs.configure(False)
@@ -58,9 +60,15 @@ def serve_in_process(config: ServerConfig, *, explicit_token: bool) -> int:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as got:
                 print("\n".join(serve_options.announce(config, explicit_token=explicit_token)))
                 sys.stdout.flush()
-                async for _ in got:
-                    tg.cancel_scope.cancel()
-                    return
+                on_terminal = any(os.isatty(fd) for fd in (1, 2))
+                async for signum in got:
+                    if signum != signal.SIGHUP:
+                        tg.cancel_scope.cancel()
+                        return
+                    if on_terminal:  # closed, or its login ended: not a stop
+                        on_terminal = False
+                        path = logs.away_from_terminal(config.state_dir)
+                        log.info("the terminal closed; serving on, logging to %s", path)
 
     try:
         anyio.run(serve)
