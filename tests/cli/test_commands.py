@@ -421,7 +421,8 @@ def test_unreachable_server_is_a_clean_error(tmp_path: Path) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    result = run_cli("ls", "--url", f"ws://127.0.0.1:{port}/", "--token", "x", env=env)
+    url = f"ws://127.0.0.1:{port}/"
+    result = run_cli("ls", "--url", url, "--token", "x", "--no-autostart", env=env)
     assert result.returncode == 1
     assert "cannot reach the server" in result.stderr
     assert "Traceback" not in result.stderr

@@ -16,7 +16,7 @@ import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ptyvisor.agents.activity import ActivityPhase
-from ptyvisor.cli import completion
+from ptyvisor.cli import autostart, completion
 from ptyvisor.cli.formatting import (
     complain,
     ended_text,
@@ -81,6 +81,8 @@ def run_command(args: list[str]) -> int:
         # Checked first: `run` would otherwise start a session it cannot attach to.
         complain(f"ptyvisor {command}: standard input is not a terminal")
         return 2
+    if autostart.wanted(options):
+        autostart.ensure_server(options)
     try:
         return anyio.run(_client_command, options)
     except BaseException as raised:

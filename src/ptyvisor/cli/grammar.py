@@ -31,7 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_options.add_arguments(serve)
 
-    def client_options(p: argparse.ArgumentParser) -> None:
+    def client_options(p: argparse.ArgumentParser, *, autostart: bool = True) -> None:
+        if autostart:
+            p.add_argument(
+                "--no-autostart",
+                action="store_true",
+                help="do not start a server when none answers on this machine "
+                "(also: PTYVISOR_NO_AUTOSTART=1)",
+            )
         p.add_argument(
             "--url",
             default=None,
@@ -175,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
             "else ~/.local/share/ptyvisor)",
         )
         if connects:
-            client_options(command)
+            client_options(command, autostart=False)
         command.add_argument(
             "--timeout", type=float, default=30, help=f"seconds to wait for {wait} (default 30)"
         )

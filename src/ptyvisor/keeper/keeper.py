@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from ptyvisor.config import ServerConfig, control_path
 from ptyvisor.errors import BadLinkMessage, SpawnError, Truncated
-from ptyvisor.keeper import descriptors, logs, proctable, ring, spawn
+from ptyvisor.keeper import background, descriptors, logs, proctable, ring, spawn
 from ptyvisor.keeper import options as serve_options
 from ptyvisor.wire import link as wire
 
@@ -157,6 +157,8 @@ def main(argv: list[str]) -> int:
     warning = serve_options.beyond_loopback_warning(config)
     if warning is not None:
         print(f"ptyvisor serve: {warning}", file=sys.stderr, flush=True)
+    if options.detach:
+        return _detach(argv, config)
     logs.configure(options.verbose)
     if options.no_keeper:
         from ptyvisor.server.worker import serve_in_process
@@ -166,12 +168,38 @@ def main(argv: list[str]) -> int:
     if isinstance(lock, str):
         print(f"ptyvisor serve: {lock}", file=sys.stderr)
         return 1
+    if options.announce_fd is not None:
+        os.set_inheritable(options.announce_fd, False)  # for whoever started us only
     try:
-        keeper = Keeper(config, explicit_token=explicit_token, verbose=options.verbose)
+        keeper = Keeper(
+            config,
+            explicit_token=explicit_token,
+            verbose=options.verbose,
+            announce_fd=options.announce_fd,
+        )
     except OSError as error:
         print(descriptors.listen_failure(config.host, config.port, error), file=sys.stderr)
         return 1
     return keeper.run()
+
+
+def _detach(argv: list[str], config: ServerConfig) -> int:
+    """``serve --detach``: the same serve, in the background; say where it serves."""
+    holder = lock_holder(config.state_dir)
+    if holder is not None:
+        print(
+            f"ptyvisor serve: another ptyvisor serve (pid {holder}) is running on "
+            f"{config.state_dir}",
+            file=sys.stderr,
+        )
+        return 1
+    started = background.start([a for a in argv if a != "--detach"], config.state_dir)
+    if isinstance(started, str):
+        print(f"ptyvisor serve: it did not start:\n{started}", file=sys.stderr)
+        return 1
+    print("\n".join(started.announced))
+    print(f"in the background: pid {started.pid}, log {started.log}; `ptyvisor stop` ends it")
+    return 0
 
 
 def _take_lock(state_dir: Path) -> int | str:
@@ -214,8 +242,17 @@ def _become_subreaper() -> None:
 
 
 class Keeper:
-    def __init__(self, config: ServerConfig, *, explicit_token: bool, verbose: bool) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        explicit_token: bool,
+        verbose: bool,
+        announce_fd: int | None = None,
+    ) -> None:
         self.config = config
+        self._announce_fd = announce_fd
+        """Where to say that we serve: the command that started us in the background."""
         self._explicit_token = explicit_token
         self._verbose = verbose
         descriptors.raise_nofile_limit()
@@ -526,7 +563,8 @@ class Keeper:
                 if not self._announced:
                     self._announced = True
                     lines = serve_options.announce(self.config, explicit_token=self._explicit_token)
-                    print("\n".join(lines), flush=True)
+                    background.announce(self._announce_fd, lines)
+                    self._announce_fd = None
             case wire.Pong():
                 pass  # heard: that is all a pong is for
             case _:

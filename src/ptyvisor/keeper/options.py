@@ -51,6 +51,13 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--token", default=None, help="access token (default: stored one)")
     serve.add_argument(
+        "--detach",
+        action="store_true",
+        help="serve in the background (a session of its own, logging to "
+        "<state-dir>/serve.log) and return once it serves; `ptyvisor stop` ends it",
+    )
+    serve.add_argument("--announce-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -137,6 +144,8 @@ def check(options: argparse.Namespace) -> str | None:
             return f"{flag} must be between {least} and {most}, not {value}"
     if (options.tls_cert is None) != (options.tls_key is None):
         return "--tls-cert and --tls-key go together"
+    if options.detach and options.no_keeper:
+        return "--detach needs the keeper (programs outlive only a serve with one)"
     for path in (options.tls_cert, options.tls_key):
         problem = None if path is None else _not_a_file(path)
         if problem is not None:
