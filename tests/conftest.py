@@ -116,6 +116,23 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_background_serve_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A client command starts a serve in the background when none answers (autostart,
+    ``serve --detach``); one a test started and did not stop would outlive the suite.
+    Any still running on a state directory of this run fails the run, and is killed."""
+    yield
+    base = str(tmp_path_factory.getbasetemp()).encode()
+    left = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            cmdline = (entry / "cmdline").read_bytes()
+            if b"--announce-fd" in cmdline and base in cmdline + (entry / "environ").read_bytes():
+                left.append(int(entry.name))
+                os.kill(int(entry.name), 9)
+    assert not left, f"background serves left running by the tests: {left}"
+
+
 @dataclass
 class RunningServer:
     config: ServerConfig
