@@ -16,7 +16,7 @@ import anyio
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ptyvisor.agents.activity import ActivityPhase
-from ptyvisor.cli import autostart, completion
+from ptyvisor.cli import autostart, completion, service
 from ptyvisor.cli.formatting import (
     complain,
     ended_text,
@@ -69,6 +69,8 @@ def run_command(args: list[str]) -> int:
         return restart(options)
     if command == "stop":
         return stop(options)
+    if command == "service":
+        return service.run(options)
     if getattr(options, "detach_key", None) is not None:
         # Checked before anything is spawned: a bad key must not leave a session behind.
         try:

@@ -208,6 +208,30 @@ def build_parser() -> argparse.ArgumentParser:
         connects=False,
     )
 
+    service = sub.add_parser(
+        "service",
+        help="run serve as a systemd user service",
+        description="Install or remove a systemd user unit that runs serve: "
+        "`systemctl --user stop ptyvisor` is then the documented stop, `reload` is "
+        "`ptyvisor restart`, and logging out does not end it (see the README for "
+        "`loginctl enable-linger`).",
+    )
+    actions = service.add_subparsers(dest="action", required=True, metavar="ACTION")
+    install = actions.add_parser(
+        "install", help="write ~/.config/systemd/user/ptyvisor.service (and start it)"
+    )
+    install.add_argument("--port", type=int, default=DEFAULT_PORT, help="(default 7733)")
+    install.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="(default: $PTYVISOR_STATE_DIR, else ~/.local/share/ptyvisor)",
+    )
+    install.add_argument(
+        "--enable", action="store_true", help="also daemon-reload and enable --now it"
+    )
+    actions.add_parser("uninstall", help="stop and disable it (its programs end), remove it")
+
     session_command(
         "kill",
         "terminate a session's programs (HUP, then KILL)",

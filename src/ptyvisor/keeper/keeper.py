@@ -52,6 +52,7 @@ from ptyvisor.config import ServerConfig, control_path
 from ptyvisor.errors import BadLinkMessage, SpawnError, Truncated
 from ptyvisor.keeper import background, descriptors, logs, proctable, ring, spawn
 from ptyvisor.keeper import options as serve_options
+from ptyvisor.keeper.notify import notify
 from ptyvisor.wire import link as wire
 
 log = logging.getLogger("ptyvisor.keeper")
@@ -393,6 +394,7 @@ class Keeper:
             self._terminal_closed()
         elif self.phase is not ServerPhase.STOPPING:
             log.info("stopping: every program is stopped first")
+            notify("STOPPING=1")
             self._change("stop")
             self._tell_server(wire.Stop(), deadline=SERVER_STOP_SECONDS)
 
@@ -565,6 +567,7 @@ class Keeper:
                     lines = serve_options.announce(self.config, explicit_token=self._explicit_token)
                     background.announce(self._announce_fd, lines)
                     self._announce_fd = None
+                    notify("READY=1", f"STATUS=serving on {self.config.url}")
             case wire.Pong():
                 pass  # heard: that is all a pong is for
             case _:

@@ -69,19 +69,37 @@ SERVER_TERMINAL_VARIABLES = frozenset(
 """Variables describing the terminal the *server* runs in (its tmux, its size): a
 program under ptyvisor is in another terminal, and ``tmux`` inside a session must
 not talk to the server's tmux."""
+SERVICE_MANAGER_VARIABLES = frozenset(
+    {
+        "NOTIFY_SOCKET",
+        "WATCHDOG_PID",
+        "WATCHDOG_USEC",
+        "LISTEN_PID",
+        "LISTEN_FDS",
+        "LISTEN_FDNAMES",
+        "INVOCATION_ID",
+        "JOURNAL_STREAM",
+        "MANAGERPID",
+        "SYSTEMD_EXEC_PID",
+    }
+)
+"""Variables systemd gives serve's own service (its notification socket, its log
+stream): they describe serve, not a program, which would otherwise report to
+serve's unit as if it were serve."""
 
 
 def program_environment(
     server_env: Mapping[str, str], requested: Mapping[str, str]
 ) -> dict[str, str]:
     """A program's environment: the server's, less what describes the server's own
-    terminal and the server's ``PTYVISOR_*``, with ``TERM=xterm-256color`` and
+    terminal or its service and the server's ``PTYVISOR_*``, with ``TERM=xterm-256color`` and
     ``COLORTERM=truecolor``, then what the spawn request adds (which may override
     both). The session's own ``PTYVISOR_*`` variables are added by the session."""
     env = {
         key: value
         for key, value in server_env.items()
-        if key not in SERVER_TERMINAL_VARIABLES and not key.startswith("PTYVISOR_")
+        if key not in SERVER_TERMINAL_VARIABLES | SERVICE_MANAGER_VARIABLES
+        and not key.startswith("PTYVISOR_")
     }
     env["TERM"] = DEFAULT_TERM
     env["COLORTERM"] = DEFAULT_COLORTERM
