@@ -9,6 +9,7 @@ directory), or given by ``--token`` / ``PTYVISOR_TOKEN``. It is never logged.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import secrets
@@ -29,6 +30,12 @@ DEFAULT_REPLY_BUFFER = 1024 * 1024
 DEFAULT_REPLAY_BYTES = 2 * 1024 * 1024
 """Output each session keeps for exact replay (outputlog.py, and the keeper's ring)."""
 DEFAULT_RECORD_LIMIT = 64 * 1024 * 1024
+DEFAULT_NOTIFY_QUIET = 30.0
+"""Seconds in which a session's same notification goes to a target once at most."""
+NOTIFY_FILE = "notify"
+NOTIFY_EVENTS = ("input", "done", "failed", "exited")
+"""What a notification is about: the agent asks something, finished a turn, failed;
+the program exited."""
 """Bytes per recording file before it is rotated (recording.py)."""
 CODEX_ANSWER_WAIT_SECONDS = 20.0
 """Default hold of a Codex request: below Codex's hook timeout (30 s, see agents)."""
@@ -173,6 +180,9 @@ class ServerConfig:
     """Bytes per recording file before it is rotated (``--record-limit``)."""
     url: str = ""
     """How children reach the server (``PTYVISOR_URL``); set by `bound`."""
+    notify: list[str] = field(default_factory=list)
+    """Notification targets (see `NotifyTarget`): ``--notify`` and the notify file."""
+    notify_quiet: float = DEFAULT_NOTIFY_QUIET
     settings: Settings = field(default_factory=Settings)
     """Persisted settings (``load_settings``); tests set them directly."""
     control_path: str = ""
@@ -223,6 +233,8 @@ class ServerConfig:
             "metrics_public": self.metrics_public,
             "record_dir": None if self.record_dir is None else str(self.record_dir),
             "record_limit": self.record_limit,
+            "notify": self.notify,
+            "notify_quiet": self.notify_quiet,
             "settings": asdict(self.settings),
         }
 
@@ -234,3 +246,64 @@ class ServerConfig:
             fields[name] = None if fields.get(name) is None else Path(fields[name])
         fields["settings"] = Settings(**fields.get("settings", {}))
         return cls(**fields)
+
+
+# ---------------------------------------------------------------- notifications
+
+
+class BadNotifyTarget(ValueError):
+    """A notification target that cannot be used; the message never holds the URL."""
+
+
+@dataclass(frozen=True)
+class NotifyTarget:
+    """Where notifications go (an Apprise URL), and which: ``URL [on=EVENT,…]
+    [sessions=GLOB]`` (a session's name or id; see server/notifications.py)."""
+
+    url: str
+    events: frozenset[str] = frozenset(NOTIFY_EVENTS)
+    sessions: str = "*"
+
+    @property
+    def shown(self) -> str:
+        """The URL as logs and clients may show it: its scheme only (hosts, paths and
+        query strings of such URLs hold tokens)."""
+        scheme, sep, _rest = self.url.partition("://")
+        return f"{scheme}://…" if sep and scheme.isalnum() else "…"
+
+    def wants(self, event: str, name: str, session_id: str) -> bool:
+        return event in self.events and (
+            fnmatch.fnmatchcase(name, self.sessions)
+            or fnmatch.fnmatchcase(session_id, self.sessions)
+        )
+
+    @classmethod
+    def parse(cls, line: str) -> NotifyTarget:
+        """Raises BadNotifyTarget."""
+        url, *filters = line.split() or [""]
+        target = cls(url)
+        if "://" not in url:
+            raise BadNotifyTarget(f"{target.shown}: not an Apprise URL (scheme://…)")
+        events, sessions = target.events, "*"
+        for item in filters:
+            key, sep, value = item.partition("=")
+            if key == "on" and sep:
+                events = frozenset(value.split(","))
+                if not events or not events <= set(NOTIFY_EVENTS):
+                    raise BadNotifyTarget(f"{target.shown}: on= takes {','.join(NOTIFY_EVENTS)}")
+            elif key == "sessions" and sep and value:
+                sessions = value
+            else:
+                raise BadNotifyTarget(f"{target.shown}: a filter is on= or sessions=")
+        return cls(url, events, sessions)
+
+
+def notify_targets(config: ServerConfig) -> list[NotifyTarget]:
+    """``--notify`` targets, then the notify file's lines (blank lines and ``#``
+    comments skipped); raises BadNotifyTarget, OSError (the file cannot be read)."""
+    lines = list(config.notify)
+    file = config.state_dir / NOTIFY_FILE
+    if file.exists():
+        lines += file.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    return [NotifyTarget.parse(line) for line in kept]

@@ -189,6 +189,18 @@ def restart(options: argparse.Namespace) -> int:
     return 0
 
 
+async def _notify_test(client: Client) -> int:
+    """``ptyvisor notify test``: 0 if every target got the test message."""
+    results = await client.notify_test()
+    if not results:
+        complain("ptyvisor notify: the server notifies nobody (serve --notify URL, or URLs")
+        complain("in <state-dir>/notify, one per line, then ptyvisor restart)")
+        return 1
+    for result in results:
+        say(f"{result.target} {'delivered' if result.delivered else 'NOT delivered'}")
+    return 0 if all(result.delivered for result in results) else 1
+
+
 def server_url(options: argparse.Namespace) -> str:
     return scripting.server_url(options.url)
 
@@ -237,6 +249,8 @@ async def _client_command(options: argparse.Namespace) -> int:
                     say(session.id)
                     return 0
                 return await _attach_terminal(client, session.id, options, ran=True)
+            case "notify":
+                return await _notify_test(client)
             case "kill":
                 await client.kill(options.session)
                 return 0

@@ -208,6 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
         connects=False,
     )
 
+    notify = sub.add_parser(
+        "notify",
+        help="notifications (serve --notify): send a test message",
+        description="Ask the server to send a test notification to every target it has "
+        "(serve --notify, <state-dir>/notify) and say which got it; exit 1 if one did not.",
+    )
+    notify_actions = notify.add_subparsers(dest="action", required=True, metavar="ACTION")
+    client_options(notify_actions.add_parser("test", help="send a test notification"))
+
     service = sub.add_parser(
         "service",
         help="run serve as a systemd user service",

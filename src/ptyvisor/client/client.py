@@ -14,6 +14,7 @@ activity/process changes, session-list pushes) arrives through `events()`.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import itertools
 import json
@@ -50,6 +51,9 @@ from ptyvisor.wire.protocol import (
     Input,
     Kill,
     ListSessions,
+    NotifyResult,
+    NotifyTest,
+    NotifyTested,
     Ok,
     Rename,
     RequestSnapshot,
@@ -421,6 +425,11 @@ class Client:
             type="snapshot", session=session_id, scrollback=scrollback
         )
         return (await self._call(request, SnapshotMessage)).snapshot
+
+    async def notify_test(self) -> builtins.list[NotifyResult]:
+        """A test notification to each of the server's targets: which got it."""
+        reply = await self._call(NotifyTest.model_construct(type="notify_test"), NotifyTested)
+        return reply.results
 
     async def stats(self, session_id: str) -> SessionStats:
         return (

@@ -48,7 +48,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from ptyvisor.config import ServerConfig, control_path
+from ptyvisor.config import BadNotifyTarget, ServerConfig, control_path
 from ptyvisor.errors import BadLinkMessage, SpawnError, Truncated
 from ptyvisor.keeper import background, descriptors, logs, proctable, ring, spawn
 from ptyvisor.keeper import options as serve_options
@@ -152,6 +152,8 @@ def main(argv: list[str]) -> int:
             config, explicit_token = serve_options.make_config(options)
         except (OSError, ssl.SSLError) as error:
             problem = f"cannot use the state directory or TLS files: {error}"
+        except BadNotifyTarget as error:
+            problem = f"a notification target cannot be used: {error}"
     if problem is not None:
         print(f"ptyvisor serve: {problem}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from ptyvisor.config import (
     DEFAULT_CLIENT_BUFFER,
     DEFAULT_HOST,
     DEFAULT_LAG_LIMIT,
+    DEFAULT_NOTIFY_QUIET,
     DEFAULT_PORT,
     DEFAULT_RECORD_LIMIT,
     DEFAULT_REPLAY_BYTES,
@@ -24,6 +25,7 @@ from ptyvisor.config import (
     ensure_state_dir,
     load_or_create_token,
     load_settings,
+    notify_targets,
     save_settings,
 )
 from ptyvisor.keeper.privatefiles import directory_problem
@@ -57,6 +59,23 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         "<state-dir>/serve.log) and return once it serves; `ptyvisor stop` ends it",
     )
     serve.add_argument("--announce-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="send a notification when a session needs input, finishes a turn, fails or "
+        "exits, to an Apprise URL (json://, ntfy://, slack://, mailto://, …), optionally "
+        "followed by on=EVENT,… and sessions=GLOB (repeatable; a URL with a secret "
+        "belongs in <state-dir>/notify, one per line, not on a command line)",
+    )
+    serve.add_argument(
+        "--notify-quiet",
+        type=float,
+        default=DEFAULT_NOTIFY_QUIET,
+        metavar="SECONDS",
+        help="a session's same notification at most once in this time (default 30)",
+    )
     serve.add_argument(
         "--allow-origin",
         action="append",
@@ -144,6 +163,8 @@ def check(options: argparse.Namespace) -> str | None:
             return f"{flag} must be between {least} and {most}, not {value}"
     if (options.tls_cert is None) != (options.tls_key is None):
         return "--tls-cert and --tls-key go together"
+    if not 0 <= options.notify_quiet <= 86400:
+        return f"--notify-quiet must be between 0 and 86400 seconds, not {options.notify_quiet:g}"
     if options.detach and options.no_keeper:
         return "--detach needs the keeper (programs outlive only a serve with one)"
     for path in (options.tls_cert, options.tls_key):
@@ -176,7 +197,8 @@ def is_loopback(host: str) -> bool:
 def make_config(options: argparse.Namespace) -> tuple[ServerConfig, bool]:
     """The server's config from checked options (state directory made, token loaded or
     created, the Codex setting saved if given); and whether the token was explicit.
-    Raises OSError (state directory, certificate files) or ssl.SSLError."""
+    Raises OSError (state directory, certificate files, the notify file), ssl.SSLError
+    or BadNotifyTarget."""
     state_dir = ensure_state_dir((options.state_dir or default_state_dir()).absolute())
     explicit_token = options.token or os.environ.get("PTYVISOR_TOKEN")
     token = explicit_token or load_or_create_token(state_dir)
@@ -206,8 +228,11 @@ def make_config(options: argparse.Namespace) -> tuple[ServerConfig, bool]:
         metrics_public=options.metrics_public,
         record_dir=None if options.record is None else options.record.absolute(),
         record_limit=options.record_limit,
+        notify=options.notify,
+        notify_quiet=options.notify_quiet,
     )
     config.tls_context()  # an unusable certificate is refused now, in one line
+    notify_targets(config)  # so is a notification target that cannot be used
     return config, bool(explicit_token)
 
 

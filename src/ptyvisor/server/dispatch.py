@@ -45,6 +45,9 @@ from ptyvisor.wire.protocol import (
     Input,
     Kill,
     ListSessions,
+    NotifyResult,
+    NotifyTest,
+    NotifyTested,
     Ok,
     Rename,
     RequestSnapshot,
@@ -66,7 +69,7 @@ from ptyvisor.wire.protocol import (
     exported_json,
 )
 
-Reply = Sessions | Spawned | SnapshotMessage | Stats | Timeline | Captured | Ok
+Reply = Sessions | Spawned | SnapshotMessage | Stats | Timeline | Captured | NotifyTested | Ok
 EXPORT_SEND_SECONDS = 30.0
 """How long an export's reply may wait to be sent before its place goes to the next."""
 
@@ -149,6 +152,7 @@ class Dispatcher:
             SendMessage: self._send_message,
             Unsend: self._unsend,
             Resume: self._resume,
+            NotifyTest: self._notify_test,
         }
 
     async def __call__(self, request: ClientMessage) -> Reply | None:
@@ -275,6 +279,12 @@ class Dispatcher:
         session = self._session(request.session)
         captured = await session.capture(scrollback=request.scrollback, ansi=request.ansi)
         return captured.model_copy(update={"req_id": request.req_id})
+
+    async def _notify_test(self, request: NotifyTest) -> Reply:
+        notifier = self._supervisor.notifier
+        tested = [] if notifier is None else await notifier.test()
+        results = [NotifyResult(target=shown, delivered=ok) for shown, ok in tested]
+        return NotifyTested(req_id=request.req_id, results=results)
 
     async def _stats(self, request: GetStats) -> Reply:
         session = self._session(request.session)

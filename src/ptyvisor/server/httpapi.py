@@ -18,6 +18,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import asdict
 from http import HTTPStatus
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -26,6 +27,7 @@ from websockets.http11 import Request, Response
 from ptyvisor.config import ServerConfig
 from ptyvisor.errors import BadReference
 from ptyvisor.server import access
+from ptyvisor.server.notifications import Counts
 from ptyvisor.server.supervisor import Supervisor
 from ptyvisor.server.webpage import http_response
 from ptyvisor.wire.protocol import Error
@@ -110,15 +112,18 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
             oldest_wait = max(oldest_wait, now - summary.activity.since / 1000)
     lines: list[str] = []
 
-    def metric(name: str, kind: str, help_text: str, values: dict[str, float] | float) -> None:
+    def metric(
+        name: str,
+        kind: str,
+        help_text: str,
+        values: dict[str, float] | float,
+        label: str | None = None,
+    ) -> None:
+        """``label``: what the keys of ``values`` are (default: what the name is by)."""
         lines.append(f"# HELP ptyvisor_{name} {help_text}")
         lines.append(f"# TYPE ptyvisor_{name} {kind}")
         if isinstance(values, dict):
-            label = (
-                "reason"
-                if name.startswith("frames_rejected")
-                else name.rsplit("_by_", maxsplit=1)[-1]
-            )
+            label = label or name.rsplit("_by_", maxsplit=1)[-1]
             for key, value in sorted(values.items()):
                 lines.append(f'ptyvisor_{name}{{{label}="{key}"}} {value:g}')
         else:
@@ -133,7 +138,7 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
     metric("frames_applied_total", "counter", "Authentic activity frames applied.", applied)
     metric(
         "frames_rejected_total", "counter", "Activity frames rejected, by reason.",
-        {reason: float(count) for reason, count in rejected.items()},
+        {reason: float(count) for reason, count in rejected.items()}, label="reason",
     )  # fmt: skip
     metric("resyncs_total", "counter", "Lagging clients redrawn from a snapshot.", resyncs)
     metric(
@@ -149,6 +154,14 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
     metric(
         "oldest_input_wait_seconds", "gauge",
         "How long the longest-waiting session has needed input (0: none does).", oldest_wait,
+    )  # fmt: skip
+    notifier = supervisor.notifier
+    counts = asdict(notifier.counts if notifier is not None else Counts())
+    metric(
+        "notifications_total", "counter",
+        "Notifications: sent, failed (after retries), dropped (queue full), quieted "
+        "(the same again within --notify-quiet).",
+        {outcome: float(count) for outcome, count in counts.items()}, label="outcome",
     )  # fmt: skip
     return "\n".join(lines) + "\n"
 

@@ -205,6 +205,8 @@ async def _serve(
         supervisor = Supervisor(config, tg, backing.owner(tg), records)
         if records is not None:
             tg.start_soon(records.run)
+        if supervisor.notifier is not None:
+            tg.start_soon(supervisor.notifier.run, supervisor.summaries)
         where, control_listener = backing.listen(config)
         try:
             await backing.take_over(supervisor)

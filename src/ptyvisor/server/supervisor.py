@@ -16,7 +16,7 @@ from anyio.abc import TaskGroup
 
 from ptyvisor.agents.activity import Activity, ActivityPhase, ActivitySource
 from ptyvisor.agents.launch import AGENTS, AgentName, launch
-from ptyvisor.config import ServerConfig
+from ptyvisor.config import BadNotifyTarget, ServerConfig, notify_targets
 from ptyvisor.errors import (
     BadNativeId,
     NoRecords,
@@ -33,6 +33,7 @@ from ptyvisor.server.child import Child
 from ptyvisor.server.control import PendingRequests
 from ptyvisor.server.identity import Identity
 from ptyvisor.server.keeperlink import Adopted
+from ptyvisor.server.notifications import Notifier
 from ptyvisor.server.outbox import Outbox
 from ptyvisor.server.owner import Owner
 from ptyvisor.server.records import Record, Records
@@ -73,6 +74,13 @@ class Supervisor:
         """Hooks waiting on the control socket for a client's answer."""
         self.exports = anyio.Semaphore(EXPORTS_AT_ONCE)
         """Exports being made or sent, across every connection (see server.py)."""
+        try:
+            targets = notify_targets(config)
+        except (OSError, BadNotifyTarget) as error:  # serve checked them; the file changed
+            log.warning("notifying nobody: %s", error)
+            targets = []
+        self.notifier = Notifier(targets, config.notify_quiet) if targets else None
+        """Notifications when a session needs input, ends a turn, fails or exits."""
 
     async def spawn(
         self,
@@ -416,9 +424,12 @@ class Supervisor:
             session.publisher.requests_changed()
 
     def changed(self) -> None:
-        """A summary changed: every watcher gets the current list once its sender runs."""
+        """A summary changed: every watcher gets the current list once its sender runs,
+        and the notifier looks at it."""
         for outbox in self._watchers:
             outbox.mark_sessions_dirty()
+        if self.notifier is not None:
+            self.notifier.changed()
 
 
 def past_summary(record: Record) -> SessionSummary:

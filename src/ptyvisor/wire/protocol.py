@@ -462,6 +462,13 @@ class GetTimeline(_Request):
     session: SessionId
 
 
+class NotifyTest(_Request):
+    """Send a test notification to every target the server notifies (``serve --notify``,
+    the notify file); the reply is ``notify_tested``."""
+
+    type: Literal["notify_test"]
+
+
 ClientMessage = Annotated[
     ListSessions
     | WatchSessions
@@ -484,7 +491,8 @@ ClientMessage = Annotated[
     | SendKeys
     | Capture
     | Rename
-    | Export,
+    | Export
+    | NotifyTest,
     Field(discriminator="type"),
 ]
 CLIENT_MESSAGE = TypeAdapter[ClientMessage](ClientMessage)
@@ -702,6 +710,17 @@ class Error(_Model):
     message: str
 
 
+class NotifyResult(_Model):
+    target: str = Field(description="The target's URL, its scheme only (URLs hold secrets)")
+    delivered: bool
+
+
+class NotifyTested(_Model):
+    type: Literal["notify_tested"] = "notify_tested"
+    req_id: RequestId = None
+    results: list[NotifyResult] = Field(description="One per target; none: no targets")
+
+
 ServerMessage = Annotated[
     Hello
     | Sessions
@@ -716,6 +735,7 @@ ServerMessage = Annotated[
     | Timeline
     | Captured
     | Exported
+    | NotifyTested
     | Ok
     | Error,
     Field(discriminator="type"),
