@@ -259,7 +259,7 @@ def test_serve_refuses_a_bad_target_and_notify_test_says_who_got_it(
         closed.bind(("127.0.0.1", 0))
         nobody = closed.getsockname()[1]
     good, bad = f"json://127.0.0.1:{receiver.port}/ok", f"json://127.0.0.1:{nobody}/gone"
-    args = ["--port", "0", "--notify", good, "--notify", bad]
+    args = ["-v", "--port", "0", "--notify", good, "--notify", bad]  # -v: debug lines too
     proc, _page = start_serve(args, env=env, stdout=tmp_path / "out")
     try:
         url = (tmp_path / "out").read_text().split("serving on ", 1)[1].split()[0]
@@ -270,3 +270,5 @@ def test_serve_refuses_a_bad_target_and_notify_test_says_who_got_it(
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    logged = (tmp_path / "out").read_text()  # Apprise names what it failed to reach
+    assert "/gone" not in logged and f":{nobody}" not in logged

@@ -41,7 +41,7 @@ class InertFormatter(logging.Formatter):
 def configure(verbose: bool) -> None:
     """Log to standard error through `InertFormatter` (once per process). websockets
     logs every refused handshake at INFO with its path, which may hold a token: only
-    its warnings are kept."""
+    its warnings are kept. Apprise logs nothing."""
     root = logging.getLogger()
     if not any(isinstance(h.formatter, InertFormatter) for h in root.handlers):
         handler = logging.StreamHandler()
@@ -49,6 +49,11 @@ def configure(verbose: bool) -> None:
         root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.getLogger("websockets").setLevel(logging.WARNING)
+    # Apprise's own lines, and those of urllib3 under it, name the URL they reach, and
+    # such URLs hold secrets: the server logs each failure itself, with the scheme only
+    # (server/notifications.py).
+    for chatty in ("apprise", "urllib3"):
+        logging.getLogger(chatty).setLevel(logging.CRITICAL + 1)
 
 
 def away_from_terminal(state_dir: Path) -> Path:
