@@ -11,7 +11,7 @@ import pytest
 
 from ptyvisor.keeper.keeper import lock_holder
 
-from ..conftest import alive
+from ..keeper.test_background import stopped_at_the_end
 from .test_commands import clean_env, run_cli
 
 
@@ -25,7 +25,7 @@ def test_a_command_that_finds_no_server_starts_one(tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = clean_env(tmp_path / "home", state)
     url = f"ws://127.0.0.1:{free_port()}/"
-    try:
+    with stopped_at_the_end(env):
         listed = run_cli("ls", "--url", url, env=env, timeout=90)
         assert listed.returncode == 0, listed.stderr
         assert f"started a server on {url} in the background" in listed.stderr
@@ -36,12 +36,6 @@ def test_a_command_that_finds_no_server_starts_one(tmp_path: Path) -> None:
         assert "started a server" not in spawned.stderr  # one was there this time
         listed = run_cli("ls", "--url", url, env=env, timeout=60)
         assert spawned.stdout.strip() in listed.stdout
-        stopped = run_cli("stop", env=env, timeout=60)
-        assert stopped.returncode == 0 and not alive(serve), stopped.stderr
-    finally:
-        holder = lock_holder(state)
-        if holder is not None:
-            os.kill(holder, 9)
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,13 @@ until ``ptyvisor stop``. Real ``serve`` processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import socket
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -24,11 +27,28 @@ def in_background(pid: int) -> bool:
     return os.getsid(pid) == pid and tty_nr == 0 and os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
 
 
+@contextlib.contextmanager
+def stopped_at_the_end(env: dict[str, str]) -> Iterator[None]:
+    """Stop the serve the block starts on ``env``'s state directory with ``ptyvisor
+    stop`` at its end (it must stop, and its program with it); kill one a failure
+    left running."""
+    state = Path(env["PTYVISOR_STATE_DIR"])
+    try:
+        yield
+        serve = lock_holder(state)
+        stopped = run_cli("stop", env=env, timeout=60)
+        assert stopped.returncode == 0 and serve is not None and not alive(serve), stopped.stderr
+    finally:
+        holder = lock_holder(state)
+        if holder is not None:
+            os.kill(holder, signal.SIGKILL)
+
+
 def test_serve_detach_serves_in_the_background_until_stopped(tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = clean_env(tmp_path / "home", state)
-    started = run_cli("serve", "--detach", "--port", "0", env=env, timeout=90)
-    try:
+    with stopped_at_the_end(env):
+        started = run_cli("serve", "--detach", "--port", "0", env=env, timeout=90)
         assert started.returncode == 0, started.stderr
         url = re.search(r"serving on (\S+)", started.stdout)
         pid = re.search(r"in the background: pid (\d+)", started.stdout)
@@ -47,12 +67,6 @@ def test_serve_detach_serves_in_the_background_until_stopped(tmp_path: Path) -> 
         assert anyio.run(sessions) == 0
         again = run_cli("serve", "--detach", "--port", "0", env=env)
         assert again.returncode == 1 and f"(pid {serve}) is running" in again.stderr
-        stopped = run_cli("stop", env=env, timeout=60)
-        assert stopped.returncode == 0 and not alive(serve), stopped.stderr
-    finally:
-        holder = lock_holder(state)
-        if holder is not None:
-            os.kill(holder, 9)
 
 
 def test_serve_detach_says_why_it_did_not_start(tmp_path: Path) -> None:
