@@ -36,19 +36,11 @@ def test_install_writes_a_unit_systemd_reads_and_uninstall_removes_it(
     installed = run_cli("service", "install", "--port", "7799", env=env)
     assert installed.returncode == 0 and f"wrote {unit}" in installed.stdout, installed.stderr
     text = unit.read_text()
-    exec_start = command_line(
-        [
-            sys.executable,
-            "-m",
-            "ptyvisor",
-            "serve",
-            "--port",
-            "7799",
-            "--state-dir",
-            str(tmp_path / state),
-        ]
-    )
-    assert f"ExecStart={exec_start}\n" in text
+    [exec_start] = [line for line in text.splitlines() if line.startswith("ExecStart=")]
+    python, _, rest = exec_start.removeprefix("ExecStart=").partition(" ")
+    assert Path(python).resolve() == Path(sys.executable).resolve()  # this ptyvisor's Python
+    state_dir = ["--state-dir", str(tmp_path / state)]
+    assert rest == command_line(["-m", "ptyvisor", "serve", "--port", "7799", *state_dir])
     for line in ("Type=notify", "KillMode=mixed", "WantedBy=default.target"):
         assert f"\n{line}\n" in text
     assert "ExecReload=" in text and " restart " in text

@@ -214,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ask the server to send a test notification to every target it has "
         "(serve --notify, <state-dir>/notify) and say which got it; exit 1 if one did not.",
     )
-    notify_actions = notify.add_subparsers(dest="action", required=True, metavar="ACTION")
+    notify_actions = notify.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="test: send a test message"
+    )
     client_options(notify_actions.add_parser("test", help="send a test notification"))
 
     service = sub.add_parser(
@@ -225,7 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
         "`ptyvisor restart`, and logging out does not end it (see the README for "
         "`loginctl enable-linger`).",
     )
-    actions = service.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = service.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="install or uninstall the unit"
+    )
     install = actions.add_parser(
         "install", help="write ~/.config/systemd/user/ptyvisor.service (and start it)"
     )
