@@ -30,13 +30,13 @@ DEFAULT_REPLY_BUFFER = 1024 * 1024
 DEFAULT_REPLAY_BYTES = 2 * 1024 * 1024
 """Output each session keeps for exact replay (outputlog.py, and the keeper's ring)."""
 DEFAULT_RECORD_LIMIT = 64 * 1024 * 1024
+"""Bytes per recording file before it is rotated (recording.py)."""
 DEFAULT_NOTIFY_QUIET = 30.0
 """Seconds in which a session's same notification goes to a target once at most."""
 NOTIFY_FILE = "notify"
 NOTIFY_EVENTS = ("input", "done", "failed", "exited")
 """What a notification is about: the agent asks something, finished a turn, failed;
 the program exited."""
-"""Bytes per recording file before it is rotated (recording.py)."""
 CODEX_ANSWER_WAIT_SECONDS = 20.0
 """Default hold of a Codex request: below Codex's hook timeout (30 s, see agents)."""
 
