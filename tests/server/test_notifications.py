@@ -126,14 +126,22 @@ async def test_a_sender_that_hangs_costs_bounded_memory_and_counts_what_it_drops
 
     notifier = Notifier([NotifyTarget("json://h/p")], quiet=60, send=hanging)
     sessions = [f"s{n}" for n in range(QUEUE_LIMIT + 50)]
-    phase = {s: ActivityPhase.WORKING for s in sessions}
+    phase = dict.fromkeys(sessions, ActivityPhase.WORKING)
+    looked = 0
 
     def summaries() -> list[SessionSummary]:
+        nonlocal looked
+        looked += 1
         return [summary(s, phase[s], name=s) for s in sessions]
 
+    async def looked_past(count: int) -> None:
+        async def more() -> bool:
+            return looked > count
+
+        await poll(more)
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(notifier.run, summaries)
-        await anyio.lowlevel.checkpoint()
+        await tg.start(notifier.run, summaries)  # every session seen working
         for s in sessions:
             phase[s] = ActivityPhase.WAITING
         notifier.changed()
@@ -145,8 +153,9 @@ async def test_a_sender_that_hangs_costs_bounded_memory_and_counts_what_it_drops
         assert notifier.counts.dropped == len(sessions) - QUEUE_LIMIT  # found in one pass
         for s in sessions[:5]:  # a flapping agent: the same again within the quiet time
             phase[s] = ActivityPhase.WORKING
+        before = looked
         notifier.changed()
-        await anyio.sleep(0.05)
+        await looked_past(before)  # the notifier saw them working
         for s in sessions[:5]:
             phase[s] = ActivityPhase.WAITING
         notifier.changed()

@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
 from ptyvisor.agents.activity import ActivityPhase
-from ptyvisor.config import NotifyTarget
+from ptyvisor.config import DEFAULT_NOTIFY_QUIET, NotifyTarget
 from ptyvisor.wire.protocol import SessionSummary
 from ptyvisor.wire.untrusted import printable
 
@@ -137,7 +138,7 @@ class Notifier:
     """Decides and sends a server's notifications (see the module's notes)."""
 
     targets: list[NotifyTarget]
-    quiet: float = 30.0
+    quiet: float = DEFAULT_NOTIFY_QUIET
     """Seconds in which a session's same event goes to a target once at most."""
     send: Send = apprise_send
     counts: Counts = field(default_factory=Counts)
@@ -153,20 +154,29 @@ class Notifier:
         """The session list changed (cheap: the work happens in `run`)."""
         self._dirty.set()
 
-    async def run(self, summaries: Callable[[], list[SessionSummary]]) -> None:
-        """Decide and send until cancelled."""
+    async def run(
+        self,
+        summaries: Callable[[], list[SessionSummary]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Decide and send until cancelled; started once it has seen the sessions
+        there are (those are noted, not announced)."""
         self._seen = notices({}, summaries())[1]
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._sender)
+            task_status.started()
             while True:
                 await self._dirty.wait()
                 self._dirty = anyio.Event()
                 found, self._seen = notices(self._seen, summaries())
+                now = time.monotonic()
+                # Bounded: what is past its quiet time says nothing any more.
+                self._last = {k: t for k, t in self._last.items() if now - t < self.quiet}
                 for notice in found:
-                    self._enqueue(notice)
+                    self._enqueue(notice, now)
 
-    def _enqueue(self, notice: Notice) -> None:
-        now = time.monotonic()
+    def _enqueue(self, notice: Notice, now: float) -> None:
         for target in self.targets:
             if not target.wants(notice.event, notice.name, notice.session):
                 continue

@@ -206,7 +206,7 @@ async def _serve(
         if records is not None:
             tg.start_soon(records.run)
         if supervisor.notifier is not None:
-            tg.start_soon(supervisor.notifier.run, supervisor.summaries)
+            await tg.start(supervisor.notifier.run, supervisor.summaries)
         where, control_listener = backing.listen(config)
         try:
             await backing.take_over(supervisor)
