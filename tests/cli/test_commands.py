@@ -922,6 +922,16 @@ def test_send_keys_follows_the_programs_modes(setup: Setup) -> None:
     assert state["size"] == {"cols": 80, "rows": 24}
 
 
+def test_what_the_server_refuses_is_one_line_not_a_traceback(setup: Setup) -> None:
+    """The client sends what it is given and the server checks it (it built some
+    requests with validation, and too many keys were a pydantic traceback here): the
+    server's typed error, said in one line."""
+    session = setup.spawn(["cat"])
+    huge = setup.cli("send-keys", session, *["a" * 100_000] * 6)  # > 512 Ki in all
+    assert huge.returncode == 1 and "Traceback" not in huge.stderr
+    assert huge.stderr.startswith("ptyvisor: ") and len(huge.stderr.splitlines()) == 1
+
+
 def test_capture_plain_coloured_and_with_scrollback(setup: Setup) -> None:
     session = setup.spawn(
         ["sh", "-c", r"seq 100; printf '\033[31mred\033[0m plain   \n'; exec sleep 600"]

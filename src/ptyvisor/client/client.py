@@ -334,7 +334,7 @@ class Client:
         only (input and resize are refused)."""
         self.seq = None
         cols, rows = size if size is not None else (None, None)
-        request = Attach(
+        request = Attach.model_construct(
             type="attach",
             session=session_id,
             since=since,
@@ -384,7 +384,7 @@ class Client:
         self, session_id: str, *keys: str, literal: bool = False, paste: bool = False
     ) -> None:
         """Keys by name and text, as tmux's send-keys (see `ptyvisor.terminal.keys`)."""
-        request = SendKeys(
+        request = SendKeys.model_construct(
             type="send_keys", session=session_id, keys=list(keys), literal=literal, paste=paste
         )
         await self._call(request, Ok)
@@ -447,7 +447,7 @@ class Client:
         answers: Mapping[str, Sequence[str] | str] | None = None,
     ) -> None:
         """Answer a pending interaction; raises ServerError (``gone``, ``bad_request``)."""
-        request = Answer(
+        request = Answer.model_construct(
             type="answer",
             session=session_id,
             interaction=interaction_id,
