@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptyvisor.keeper.logs import LOG_FILE
+from ptyvisor.keeper.logs import LOG_FILE, open_log
 
 START_SECONDS = 60.0
 """How long a background serve may take to serve (it adopts nothing: it is new)."""
@@ -49,8 +49,7 @@ def start(
     announced once it serves, or why it did not (the end of its log)."""
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log = state_dir / LOG_FILE
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    log_fd = os.open(log, flags, 0o600)
+    log_fd = open_log(state_dir)
     start_of_run = os.lseek(log_fd, 0, os.SEEK_END)
     read_end, write_end = os.pipe()
     null_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)

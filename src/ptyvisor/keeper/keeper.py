@@ -21,7 +21,7 @@ Stopping (SIGTERM, SIGINT, ``ptyvisor stop``) stops the server, then every progr
 HUP (and CONT), KILL after a grace period, and everything they started, however
 detached — the keeper is a child subreaper, so orphans become its children — is
 reaped before it exits. SIGHUP is not a stop: it is what a closed terminal or an
-ended login sends, and it moves the log to the state directory (`logs.away_from_terminal`).
+ended login sends, and it moves the log to the state directory (`logs.TerminalOutput`).
 
 Small enough to trust: stdlib only, no asyncio, no pydantic, one thread, and it
 never parses program output.
@@ -190,11 +190,7 @@ def _detach(argv: list[str], config: ServerConfig) -> int:
     """``serve --detach``: the same serve, in the background; say where it serves."""
     holder = lock_holder(config.state_dir)
     if holder is not None:
-        print(
-            f"ptyvisor serve: another ptyvisor serve (pid {holder}) is running on "
-            f"{config.state_dir}",
-            file=sys.stderr,
-        )
+        print(f"ptyvisor serve: {_another_serve(holder, config.state_dir)}", file=sys.stderr)
         return 1
     started = background.start([a for a in argv if a != "--detach"], config.state_dir)
     if isinstance(started, str):
@@ -203,6 +199,10 @@ def _detach(argv: list[str], config: ServerConfig) -> int:
     print("\n".join(started.announced))
     print(f"in the background: pid {started.pid}, log {started.log}; `ptyvisor stop` ends it")
     return 0
+
+
+def _another_serve(pid: int | str, state_dir: Path) -> str:
+    return f"another ptyvisor serve (pid {pid}) is running on {state_dir}"
 
 
 def _take_lock(state_dir: Path) -> int | str:
@@ -214,7 +214,7 @@ def _take_lock(state_dir: Path) -> int | str:
     except BlockingIOError:
         holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
         os.close(fd)
-        return f"another ptyvisor serve (pid {holder}) is running on {state_dir}"
+        return _another_serve(holder, state_dir)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
@@ -289,8 +289,7 @@ class Keeper:
         self._pings = 0
         self._selector = selectors.DefaultSelector()
         self._signals: deque[int] = deque()
-        self._on_terminal = any(os.isatty(fd) for fd in (1, 2))
-        """Whether serve writes to a terminal, which may close under it (SIGHUP)."""
+        self._output = logs.TerminalOutput(config.state_dir)
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     # ------------------------------------------------------------------ main loop
@@ -405,13 +404,8 @@ class Keeper:
         Programs run on; the log moves to the state directory, and the server process,
         which still writes to the closed terminal, is replaced by one that writes
         there too (a planned restart: no program notices, clients reconnect)."""
-        if not self._on_terminal:
-            log.info("SIGHUP ignored: serve stops on SIGTERM, SIGINT or ptyvisor stop")
-            return
-        self._on_terminal = False
-        path = logs.away_from_terminal(self.config.state_dir)
-        log.info("the terminal closed; serving on, logging to %s", path)
-        self._restart()
+        if self._output.hung_up():
+            self._restart()
 
     # ------------------------------------------------------------------ the server
 

@@ -12,11 +12,15 @@ import os
 import sys
 from pathlib import Path
 
+from ptyvisor.keeper.privatefiles import append_only
 from ptyvisor.wire.untrusted import printable
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_FILE = "serve.log"
-"""Where ``serve`` writes once the terminal it was started in is gone."""
+"""Where ``serve`` writes once the terminal it was started in is gone, or in the
+background."""
+
+log = logging.getLogger("ptyvisor.serve")
 
 
 class InertFormatter(logging.Formatter):
@@ -56,21 +60,37 @@ def configure(verbose: bool) -> None:
         logging.getLogger(chatty).setLevel(logging.CRITICAL + 1)
 
 
-def away_from_terminal(state_dir: Path) -> Path:
-    """The terminal ``serve`` printed to has closed (or the login it ran in ended),
-    which is no reason to stop: from now on standard output and error go to
-    ``<state_dir>/serve.log`` (appended, ours only, never through a link) and input
-    is ``/dev/null``, so nothing more is written to a terminal that is gone."""
-    path = state_dir / LOG_FILE
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    log_fd = os.open(path, flags, 0o600)
-    null_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # to the closed terminal: lost
-            stream.flush()
-    os.dup2(null_fd, 0)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    os.close(log_fd)
-    os.close(null_fd)
-    return path
+def open_log(state_dir: Path) -> int:
+    """``<state_dir>/serve.log`` for appending: ours only, never through a link."""
+    return append_only(state_dir / LOG_FILE)
+
+
+class TerminalOutput:
+    """Where serve's output goes: the terminal it was started in, until that closes.
+
+    A closed terminal, or the end of the login serve ran in, sends SIGHUP, which is no
+    reason to stop: from then on standard output and error go to ``serve.log`` and
+    input is ``/dev/null``, so nothing more is written to a terminal that is gone."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._state_dir = state_dir
+        self.on_terminal = any(os.isatty(fd) for fd in (1, 2))
+
+    def hung_up(self) -> bool:
+        """SIGHUP: move output to the log if it went to a terminal; whether it moved."""
+        if not self.on_terminal:
+            log.info("SIGHUP ignored: serve stops on SIGTERM, SIGINT or ptyvisor stop")
+            return False
+        self.on_terminal = False
+        log_fd = open_log(self._state_dir)
+        null_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # to the closed terminal: lost
+                stream.flush()
+        os.dup2(null_fd, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        os.close(null_fd)
+        log.info("the terminal closed; serving on, logging to %s", self._state_dir / LOG_FILE)
+        return True

@@ -43,3 +43,10 @@ def create_new(path: Path, mode: int = 0o600) -> int:
     a link there is not followed (``FileExistsError``, ``OSError(ELOOP)``)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     return os.open(path, flags, mode)
+
+
+def append_only(path: Path, mode: int = 0o600) -> int:
+    """Open ``path`` for appending (made if missing) and return its descriptor; a link
+    there is not followed (``OSError(ELOOP)``)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(path, flags, mode)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import signal
 import sys
 
@@ -60,15 +59,13 @@ def serve_in_process(config: ServerConfig, *, explicit_token: bool) -> int:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as got:
                 print("\n".join(serve_options.announce(config, explicit_token=explicit_token)))
                 sys.stdout.flush()
-                on_terminal = any(os.isatty(fd) for fd in (1, 2))
+                output = logs.TerminalOutput(config.state_dir)
                 async for signum in got:
-                    if signum != signal.SIGHUP:
-                        tg.cancel_scope.cancel()
-                        return
-                    if on_terminal:  # closed, or its login ended: not a stop
-                        on_terminal = False
-                        path = logs.away_from_terminal(config.state_dir)
-                        log.info("the terminal closed; serving on, logging to %s", path)
+                    if signum == signal.SIGHUP:  # a closed terminal: not a stop
+                        output.hung_up()
+                        continue
+                    tg.cancel_scope.cancel()
+                    return
 
     try:
         anyio.run(serve)
