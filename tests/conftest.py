@@ -296,6 +296,19 @@ def pty_pair() -> Iterator[Pty]:
         pair.close()
 
 
+def children(pid: int) -> set[int]:
+    """``pid``'s child processes, as each of its threads lists them (a thread that
+    ends meanwhile is skipped: its children pass to another thread)."""
+    found: set[int] = set()
+    with contextlib.suppress(FileNotFoundError):
+        tasks = os.listdir(f"/proc/{pid}/task")
+        for task in tasks:
+            with contextlib.suppress(FileNotFoundError):
+                text = Path(f"/proc/{pid}/task/{task}/children").read_text()
+                found.update(int(child) for child in text.split())
+    return found
+
+
 def alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     try:

@@ -26,7 +26,7 @@ from ptyvisor.keeper.proctable import ProcessTable
 from ptyvisor.server.session import Session
 from ptyvisor.wire.frames import encode_frame
 
-from .conftest import RunningServer, assert_echoes, control_refuses, output_until, poll
+from .conftest import RunningServer, assert_echoes, children, control_refuses, output_until, poll
 
 pytestmark = pytest.mark.anyio
 
@@ -314,7 +314,7 @@ async def test_a_program_that_cannot_exec_is_a_spawn_error_and_leaves_nothing(
     junk = tmp_path / "not-a-program"
     junk.write_bytes(b"\x7fELF garbage")
     junk.chmod(0o755)
-    children_before = _children(os.getpid())
+    children_before = children(os.getpid())
     with pytest.raises(ServerError) as refused:
         await client.spawn([str(junk)])
     assert refused.value.code == "spawn_failed"
@@ -322,15 +322,7 @@ async def test_a_program_that_cannot_exec_is_a_spawn_error_and_leaves_nothing(
     with pytest.raises(ServerError) as refused:
         await client.spawn(["true"], cwd=str(junk))
     assert refused.value.code == "spawn_failed"
-    assert _children(os.getpid()) == children_before  # the failed child was reaped
-
-
-def _children(pid: int) -> set[int]:
-    children: set[int] = set()
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as handle:
-            children.update(int(child) for child in handle.read().split())
-    return children
+    assert children(os.getpid()) == children_before  # the failed child was reaped
 
 
 # --------------------------------------------------------------------------- last resort

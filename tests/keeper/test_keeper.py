@@ -33,6 +33,7 @@ from ..conftest import (
     TOKEN,
     alive,
     child_env,
+    children,
     output_until,
     poll,
     serve_refused,
@@ -65,7 +66,7 @@ class Serve:
         """The keeper's server process (its only child that is not a program)."""
 
         def find() -> int | None:
-            for child in _children(self.proc.pid):
+            for child in children(self.proc.pid):
                 cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
                 if b"ptyvisor.server.worker" in cmdline:
                     return child
@@ -88,15 +89,6 @@ class Serve:
                 return await call(client)
 
         return anyio.run(go)
-
-
-def _children(pid: int) -> list[int]:
-    children: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            text = Path(f"/proc/{pid}/task/{task}/children").read_text()
-            children.extend(int(child) for child in text.split())
-    return children
 
 
 @pytest.fixture
@@ -333,11 +325,11 @@ def _cmdline(pid: int) -> bytes:
 
 
 def _tree(root: int) -> list[int]:
-    found, pending = [], _children(root)
+    found, pending = [], list(children(root))
     while pending:
         pid = pending.pop()
         found.append(pid)
-        pending.extend(_children(pid))
+        pending.extend(children(pid))
     return found
 
 

@@ -25,6 +25,7 @@ from ptyvisor.wire.protocol import SERVER_MESSAGE, Hello
 from ..conftest import (
     TOKEN,
     RunningServer,
+    children,
     output_until,
     poll,
     serve_refused,
@@ -32,7 +33,7 @@ from ..conftest import (
     succeeds,
     wait_for,
 )
-from ..keeper.test_keeper import _children, _cmdline
+from ..keeper.test_keeper import _cmdline
 
 
 @pytest.fixture
@@ -320,7 +321,7 @@ def test_concurrent_exports_take_bounded_memory_together(
     with serving(tmp_path, env) as (proc, url, _stderr):
         server = wait_for(
             lambda: next(
-                (c for c in _children(proc.pid) if b"ptyvisor.server.worker" in _cmdline(c)), None
+                (c for c in children(proc.pid) if b"ptyvisor.server.worker" in _cmdline(c)), None
             ),
             "the server process",
         )
