@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -14,10 +13,9 @@ from hypothesis import strategies as st
 
 from ptyvisor.terminal import HeadlessTerminal, fast_forward
 
-from .test_headless import _fuzz_token, state
+from .support import CAPTURED, fuzz_token, state
 
 CSI = "\x1b["
-CAPTURED = Path(__file__).parent / "captured"
 WORDS = ["error", "info", "a", "中文", "é\u0301", "👩\u200d💻", "⚠️", "x" * 30, "\t", "q\bp", " "]
 SGRS = ["0", "", "1", "31", "1;32", "38;5;208", "48;2;1;2;3", "4:3", "7", "22;39"]
 
@@ -92,9 +90,9 @@ def test_a_plain_flood_fast_forwards_to_the_same_terminal(
     r = random.Random(seed)
     # Anything before the flood (modes, margins reset, a charset), the flood, then
     # anything after it, including REP and cursor moves.
-    before = "".join(_fuzz_token(r) for _ in range(r.randint(0, 30)))
+    before = "".join(fuzz_token(r) for _ in range(r.randint(0, 30)))
     before += "\x1b\\" + f"{CSI}r{CSI}?1049l" + ("\x1b(0" if graphics else "\x1b(B")
-    after = "".join(_fuzz_token(r) for _ in range(r.randint(0, 30)))
+    after = "".join(fuzz_token(r) for _ in range(r.randint(0, 30)))
     data = (before + flood(r, cols, fast_forward.MIN_BYTES + 2000) + after).encode()
     fast = parsed_whole(data, cols, rows, scrollback)
     assert fast.fast_forwarded > 0, "the flood was not fast-forwarded"
@@ -111,7 +109,7 @@ def test_a_flood_with_anything_inside_gives_the_same_terminal(
     r = random.Random(seed)
     data = flood(r, cols, fast_forward.MIN_BYTES + 2000)
     cut = r.randrange(len(data))
-    noise = "".join(_fuzz_token(r) for _ in range(r.randint(1, 5)))
+    noise = "".join(fuzz_token(r) for _ in range(r.randint(1, 5)))
     raw = (data[:cut] + noise + data[cut:]).encode()
     assert_same(parsed_whole(raw, cols, rows, 20), parsed_in_pieces(raw, cols, rows, 20))
 
@@ -195,7 +193,7 @@ def test_fast_paths_give_the_screen_of_the_per_character_path(
     for case in range(seed, seed + 40):
         r = random.Random(case)
         tokens = [
-            _fuzz_token(r) if r.random() < 0.5 else r.choice(WORDS) + "│αβ✓→ٴ"[: r.randint(0, 6)]
+            fuzz_token(r) if r.random() < 0.5 else r.choice(WORDS) + "│αβ✓→ٴ"[: r.randint(0, 6)]
             for _ in range(r.randint(5, 120))
         ]
         streams.append((case, "".join(tokens).encode(), r.choice([(20, 6), (7, 3), (40, 10)])))

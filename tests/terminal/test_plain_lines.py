@@ -19,8 +19,8 @@ from ptyvisor.terminal.rows import PlainRow
 from ptyvisor.terminal.screen import Screen
 from ptyvisor.terminal.snapshot import scrollback_line
 
+from .support import fuzz_token
 from .test_fast_forward import assert_same, words_and_colours
-from .test_headless import _fuzz_token
 
 CSI = "\x1b["
 WORDS = ["error", "a", "x" * 12, " ", "", "~!@#$%^&*()_+{}|:<>?", "0123456789"]
@@ -91,9 +91,9 @@ def test_plain_lines_give_the_terminal_parsing_each_byte_gives(
     seed: int, cols: int, rows: int, scrollback: int
 ) -> None:
     r = random.Random(seed)
-    before = "".join(_fuzz_token(r) for _ in range(r.randint(0, 20)))
+    before = "".join(fuzz_token(r) for _ in range(r.randint(0, 20)))
     before += "".join(r.sample(STATES, r.randint(0, 4)))
-    after = "".join(_fuzz_token(r) for _ in range(r.randint(0, 10)))
+    after = "".join(fuzz_token(r) for _ in range(r.randint(0, 10)))
     data = (before + plain_lines(r, cols, r.randint(1, 60)) + after).encode()
     whole = HeadlessTerminal(cols, rows, scrollback=scrollback)
     whole.feed(data)

@@ -1,7 +1,7 @@
 """A headless terminal per session: parses program output, snapshots the screen.
 
 Built on pyte 0.8.2's `Screen` (subclassed) with our own parser. pyte faults
-fixed here, each with a test in ``tests/terminal/test_headless.py``:
+fixed here, each with a test in ``tests/terminal/`` (``test_screen.py``, ``test_parser.py``):
 
 1. **Zero-width non-combining characters drop the rest of the run.** pyte's
    ``draw`` stops at any zero-width character that is not a Unicode combining
@@ -82,6 +82,7 @@ The package, one concept per module, data flowing down the list:
 """
 
 from ptyvisor.terminal.headless import HeadlessTerminal, TerminalModes, TerminalSnapshot
+from ptyvisor.terminal.modes import MouseEncoding, MouseTracking
 from ptyvisor.terminal.signals import (
     MAX_SIGNALS,
     SIGNAL_TEXT_CHARS,
@@ -89,7 +90,7 @@ from ptyvisor.terminal.signals import (
     TerminalSignal,
     osc_signal,
 )
-from ptyvisor.terminal.snapshot import Cell, MouseEncoding, MouseTracking
+from ptyvisor.terminal.snapshot import Cell
 
 __all__ = [
     "MAX_SIGNALS",

@@ -21,7 +21,7 @@ What ``data[:p]`` still leaves behind is its graphic rendition (replayed from it
 plain SGR reset on) and its last graphic character (for REP). The terminal applies
 those and scrolls its screen blank, then parses ``data[p:]`` as usual
 (`HeadlessTerminal.feed`). The result is cell for cell what parsing it all gives:
-the differential tests in ``tests/terminal/test_headless.py`` check it on random and real
+the differential tests in ``tests/terminal/test_fast_forward.py`` check it on random and real
 streams. A full-screen program's output is never plain (it moves the cursor), so a
 TUI redraw is never skipped.
 """

@@ -9,9 +9,10 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ptyvisor.terminal import fast_forward
+from ptyvisor.terminal.modes import KEYPAD, InputModes
 from ptyvisor.terminal.parser import Parser
 from ptyvisor.terminal.rows import EMPTY_LINE, PlainRow, ScreenLine
 from ptyvisor.terminal.screen import (
@@ -28,8 +29,6 @@ from ptyvisor.terminal.signals import TerminalSignal
 from ptyvisor.terminal.snapshot import (
     Cell,
     Line,
-    MouseEncoding,
-    MouseTracking,
     SavedCursor,
     ScreenState,
     line_ansi,
@@ -39,18 +38,13 @@ from ptyvisor.terminal.widths import char_width
 
 
 @dataclass(frozen=True, slots=True)
-class TerminalModes:
-    """Input-affecting modes a client must mirror to talk to the program."""
+class TerminalModes(InputModes):
+    """The input modes, and the screen's modes a client shows: what the wire's
+    `TerminalModesModel` carries."""
 
-    alternate_screen: bool
-    application_cursor_keys: bool
-    application_keypad: bool
-    bracketed_paste: bool
-    mouse_tracking: MouseTracking
-    mouse_encoding: MouseEncoding
-    focus_events: bool
-    auto_wrap: bool
-    cursor_visible: bool
+    alternate_screen: bool = False
+    auto_wrap: bool = True
+    cursor_visible: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +150,12 @@ class HeadlessTerminal:
         stop = len(data) if end is None else end
         for m in _SKIP_MODES.finditer(data, start, stop):
             if m.group(3):
-                screen.application_keypad = m.group(3) == b"="
-                continue
-            modes = [int(p) for p in m.group(1).split(b";") if p.isdigit() and len(p) <= 5]
-            if m.group(2) == b"h":
+                modes = [KEYPAD]
+                on = m.group(3) == b"="
+            else:
+                modes = [int(p) for p in m.group(1).split(b";") if p.isdigit() and len(p) <= 5]
+                on = m.group(2) == b"h"
+            if on:
                 screen.set_mode(*modes, private=True)
             else:
                 screen.reset_mode(*modes, private=True)
@@ -179,13 +175,8 @@ class HeadlessTerminal:
     def modes(self) -> TerminalModes:
         s = self._screen
         return TerminalModes(
+            **asdict(s.input_modes),
             alternate_screen=s.alt_active,
-            application_cursor_keys=s.application_cursor_keys,
-            application_keypad=s.application_keypad,
-            bracketed_paste=s.bracketed_paste,
-            mouse_tracking=s.mouse_tracking,
-            mouse_encoding=s.mouse_encoding,
-            focus_events=s.focus_events,
             auto_wrap=DECAWM in s.mode,
             cursor_visible=not s.cursor.hidden,
         )
@@ -285,12 +276,7 @@ class HeadlessTerminal:
             insert_mode=IRM in s.mode,
             newline_mode=LNM in s.mode,
             reverse_video=s.reverse_video,
-            application_cursor_keys=modes.application_cursor_keys,
-            application_keypad=modes.application_keypad,
-            bracketed_paste=modes.bracketed_paste,
-            mouse_tracking=modes.mouse_tracking,
-            mouse_encoding=modes.mouse_encoding,
-            focus_events=modes.focus_events,
+            input_modes=s.input_modes,
             cursor_style=s.cursor_style,
             g0_graphics=s.g0_graphics,
             g1_graphics=s.g1_graphics,

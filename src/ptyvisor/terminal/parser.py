@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 
 from ptyvisor.terminal import plain_lines
+from ptyvisor.terminal.modes import KEYPAD
 from ptyvisor.terminal.screen import DECOM, Screen
 from ptyvisor.terminal.sgr import int_params
 from ptyvisor.terminal.signals import CONTROLS, MAX_SIGNALS, TerminalSignal, osc_signal
@@ -290,10 +291,10 @@ class Parser:
         self.screen.index()
 
     def _keypad_application(self) -> None:
-        self.screen.application_keypad = True
+        self.screen.set_mode(KEYPAD, private=True)
 
     def _keypad_numeric(self) -> None:
-        self.screen.application_keypad = False
+        self.screen.reset_mode(KEYPAD, private=True)
 
     def _csi(self, marker: str, params: str, intermediates: str, final: str) -> None:
         screen = self.screen

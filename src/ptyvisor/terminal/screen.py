@@ -10,22 +10,19 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any, NamedTuple, Protocol
 
 import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
 
+from ptyvisor.terminal.modes import InputModes
 from ptyvisor.terminal.rows import Pens, ScreenLine
 from ptyvisor.terminal.scrollback import Scrollback
 from ptyvisor.terminal.sgr import apply_sgr
 from ptyvisor.terminal.signals import CONTROLS
-from ptyvisor.terminal.snapshot import (
-    BLANK,
-    Cell,
-    MouseEncoding,
-    MouseTracking,
-)
+from ptyvisor.terminal.snapshot import BLANK, Cell
 from ptyvisor.terminal.widths import ONE_CELL_RUN, char_width
 
 DECAWM: int = mo.DECAWM
@@ -33,19 +30,6 @@ _DECTCEM: int = mo.DECTCEM
 DECOM: int = mo.DECOM
 IRM: int = mo.IRM
 LNM: int = mo.LNM
-
-_MOUSE_TRACKING: dict[int, MouseTracking] = {
-    9: "x10",
-    1000: "normal",
-    1002: "button",
-    1003: "any",
-}
-_MOUSE_ENCODING: dict[int, MouseEncoding] = {
-    1005: "utf8",
-    1006: "sgr",
-    1015: "urxvt",
-    1016: "sgr_pixels",
-}
 
 _DEC_GRAPHICS_KEYS = "`abcdefghijklmnopqrstuvwxyz{|}~"
 _DEC_GRAPHICS_VALUES = "◆▒␉␌␍␊°±␤␋┘┐┌└┼⎺⎻─⎼⎽├┤┴┬│≤≥π≠£·"
@@ -109,12 +93,7 @@ class Screen(pyte.Screen):
         self.saved: list[SavedSlot | None] = [None, None]  # DECSC slots: main, alt
         self.g0_graphics = False
         self.g1_graphics = False
-        self.application_cursor_keys = False
-        self.application_keypad = False
-        self.bracketed_paste = False
-        self.mouse_tracking: MouseTracking = "off"
-        self.mouse_encoding: MouseEncoding = "default"
-        self.focus_events = False
+        self.input_modes = InputModes()
         self.reverse_video = False
         self.cursor_style = 0
         self.title_stack: list[str] = []
@@ -570,8 +549,9 @@ class Screen(pyte.Screen):
         self.mode.add(DECAWM)
         self.mode.add(_DECTCEM)
         self.cursor.hidden = False
-        self.application_cursor_keys = False
-        self.application_keypad = False
+        self.input_modes = replace(
+            self.input_modes, application_cursor_keys=False, application_keypad=False
+        )
         self.margins = None
         self.cursor.attrs = BLANK
         self.g0_graphics = self.g1_graphics = False
@@ -593,8 +573,9 @@ class Screen(pyte.Screen):
                     (self.mode.add if on else self.mode.discard)(m)
             return
         for m in modes:
-            if m == 1:
-                self.application_cursor_keys = on
+            changed = self.input_modes.changed(m, on)
+            if changed is not None:
+                self.input_modes = changed
             elif m == 5:
                 self.reverse_video = on
             elif m == 6:
@@ -611,20 +592,6 @@ class Screen(pyte.Screen):
                     self._enter_alt(m)
                 else:
                     self._leave_alt(m)
-            elif m == 66:
-                self.application_keypad = on
-            elif m in _MOUSE_TRACKING:
-                # As xterm/xterm.js/tmux: one tracking mode; resetting any turns it off.
-                self.mouse_tracking = _MOUSE_TRACKING[m] if on else "off"
-            elif m in _MOUSE_ENCODING:
-                if on:
-                    self.mouse_encoding = _MOUSE_ENCODING[m]
-                elif self.mouse_encoding == _MOUSE_ENCODING[m]:
-                    self.mouse_encoding = "default"
-            elif m == 1004:
-                self.focus_events = on
-            elif m == 2004:
-                self.bracketed_paste = on
             # Others (DECCOLM 3, synchronized output 2026, ...) are ignored.
 
     def _enter_alt(self, mode: int) -> None:

@@ -32,14 +32,12 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
+from .modes import InputModes
 from .widths import char_width
-
-MouseTracking = Literal["off", "x10", "normal", "button", "any"]
-MouseEncoding = Literal["default", "utf8", "sgr", "urxvt", "sgr_pixels"]
 
 ESC = "\x1b"
 CSI = "\x1b["
@@ -193,21 +191,13 @@ class ScreenState:
     insert_mode: bool = False
     newline_mode: bool = False
     reverse_video: bool = False
-    application_cursor_keys: bool = False
-    application_keypad: bool = False
-    bracketed_paste: bool = False
-    mouse_tracking: MouseTracking = "off"
-    mouse_encoding: MouseEncoding = "default"
-    focus_events: bool = False
+    input_modes: InputModes = field(default_factory=InputModes)
     cursor_style: int = 0
     g0_graphics: bool = False
     g1_graphics: bool = False
     shifted_out: bool = False
     tabstops: frozenset[int] | None = None  # None = the default, every 8 columns
 
-
-_MOUSE_TRACKING_MODE = {"x10": 9, "normal": 1000, "button": 1002, "any": 1003}
-_MOUSE_ENCODING_MODE = {"utf8": 1005, "sgr": 1006, "urxvt": 1015, "sgr_pixels": 1016}
 
 PROLOGUE = (
     CSI
@@ -462,16 +452,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append(f"{CSI}{state.margins[0] + 1};{state.margins[1] + 1}r")
     out.append(_mode(6, state.origin_mode))
     out.append(_mode(5, state.reverse_video))
-    out.append(_mode(1, state.application_cursor_keys))
-    out.append(ESC + ("=" if state.application_keypad else ">"))
-    out.append(_mode(2004, state.bracketed_paste))
-    out.append(_mode(1004, state.focus_events))
-    # Mouse: reset everything, then the encoding *and* the tracking mode.
-    out.append(CSI + "?1000l" + CSI + "?1006l" + CSI + "?1005l" + CSI + "?1015l" + CSI + "?1016l")
-    if state.mouse_encoding != "default":
-        out.append(_mode(_MOUSE_ENCODING_MODE[state.mouse_encoding], True))
-    if state.mouse_tracking != "off":
-        out.append(_mode(_MOUSE_TRACKING_MODE[state.mouse_tracking], True))
+    out.append(state.input_modes.replay())
     out.append(f"{CSI}{state.cursor_style} q")
     out.append(_mode(25, state.cursor_visible))
 

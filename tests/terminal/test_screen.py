@@ -1,0 +1,180 @@
+"""The screen's grid: the pyte faults fixed (zero-width characters, the alternate
+screen), scrolling and its region, erasing, the cursor, tabs and character sets,
+resizing and the scrollback it feeds; each checked against what xterm does."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptyvisor.terminal.snapshot import Cell
+
+from .support import CSI, ESC, make, round_trip, state, text
+
+# -- pyte fault 1: zero-width non-combining characters -------------------------
+
+
+def test_zero_width_joiner_and_variation_selector_keep_the_rest_of_the_run() -> None:
+    term = make("a⚠️ bc\r\n👩\u200d💻 ok\r\ne\u0301!")
+    assert text(term)[:3] == ["a⚠️ bc", "👩\u200d💻 ok", "é!"]
+    row0 = [c.data for c in term.line(0)[:5]]
+    assert row0 == ["a", "⚠\ufe0f", " ", "b", "c"]
+    row1 = [c.data for c in term.line(1)[:7]]
+    assert row1 == ["👩\u200d", "", "💻", "", " ", "o", "k"]
+    assert term.cursor == (2, 2)
+    round_trip(term)
+
+
+# -- pyte fault 2: the alternate screen ------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [47, 1047, 1049])
+def test_alternate_screen_switches_buffers_and_restores_main(mode: int) -> None:
+    term = make(f"{CSI}31mmain 1\r\nmain 2{CSI}0m{CSI}2;3H")
+    before = state(term)["main"]
+    term.feed(f"{CSI}?{mode}h".encode())
+    assert term.modes.alternate_screen
+    assert text(term) == [""] * 5  # a fresh, empty buffer
+    term.feed(f"{CSI}4;1Halt text{CSI}?{mode}l".encode())
+    assert not term.modes.alternate_screen
+    assert state(term)["main"] == before
+    assert text(term)[:2] == ["main 1", "main 2"]
+    # 1049 saved the cursor on entry and restores it; 47/1047 leave it alone.
+    assert term.cursor == ((1, 2) if mode == 1049 else (3, 8))
+
+
+def test_alternate_screen_is_fresh_each_time_and_keeps_no_scrollback() -> None:
+    term = make(f"{CSI}?1049hold\r\n\n\n\n\n\n{CSI}?1049l{CSI}?1049h", scrollback=100)
+    assert text(term) == [""] * 5
+    assert term.scrollback == []
+
+
+def test_scroll_up_and_down() -> None:
+    term = make("1\r\n2\r\n3\r\n4\r\n5" + f"{CSI}2S", scrollback=10)
+    assert text(term) == ["3", "4", "5", "", ""]
+    assert [r.rstrip() for r in term.scrollback] == ["1", "2"]
+    term.feed(f"{CSI}T".encode())
+    assert text(term) == ["", "3", "4", "5", ""]
+    assert term.cursor == (4, 1)  # SU/SD do not move the cursor
+
+
+def test_save_and_restore_cursor_with_csi_s_u() -> None:
+    term = make(f"{CSI}2;5H{CSI}s{CSI}H{CSI}31m{CSI}u*")
+    assert term.cursor == (1, 5)
+    assert term.line(1)[4].data == "*"
+
+
+def test_repeat_tabs_and_dec_graphics() -> None:
+    term = make(f"-{CSI}4b\tx{CSI}Zy{ESC}(0lqk{ESC}(B\x0eq{ESC})0q\x0fq", cols=20)
+    assert text(term)[0] == "-----   y┌─┐q─q"
+
+
+def test_pending_wrap_follows_xterm() -> None:
+    term = make("x" * 10 + "\nb", cols=10, rows=3)
+    assert text(term) == ["x" * 10, " " * 9 + "b", ""]
+    term = make("x" * 9 + "中z", cols=10, rows=3)  # a wide char that does not fit wraps
+    assert text(term) == ["x" * 9, "中z", ""]
+    term = make("abcd" + f"{CSI}1;2H中", cols=10, rows=3)  # overwrite half of nothing
+    term.feed(f"{CSI}1;3Hz".encode())  # overwrite the right half of 中
+    assert [c.data for c in term.line(0)[:4]] == ["a", " ", "z", "d"]
+
+
+def test_erase_uses_background_only_and_ed3_clears_scrollback_only() -> None:
+    term = make(f"keep\r\n{CSI}1;4;41mabc{CSI}2D{CSI}K", scrollback=10)
+    assert term.line(1)[1] == Cell(" ", bg="red")
+    assert term.line(1)[0].bold
+    term.feed(b"\r\n\n\n\n")
+    assert term.scrollback
+    term.feed(f"{CSI}3J".encode())
+    assert term.scrollback == []
+    assert "a" in text(term)[0]
+
+
+def test_cursor_moves_outside_the_scrolling_region_and_decrc_is_exact() -> None:
+    term = make(f"{CSI}2;4r{CSI}5;1H{ESC}7{CSI}A{CSI}A{CSI}A", rows=5)
+    assert term.cursor == (1, 0)  # from below the region, CUU is stopped by the screen
+    term.feed(f"{CSI}?25l{ESC}8".encode())
+    assert term.cursor == (4, 0)
+    assert not term.modes.cursor_visible
+
+
+def test_delete_lines_moves_a_blank_line_up() -> None:
+    term = make("a\r\n\r\nc\r\nd" + f"{CSI}H{CSI}M")
+    assert text(term)[:4] == ["", "c", "d", ""]
+    term.feed(f"{CSI}2L".encode())
+    assert text(term)[:4] == ["", "", "", "c"]
+
+
+def test_region_scrolls_inserts_and_deletes_stay_inside_the_margins() -> None:
+    term = make("1\r\n2\r\n3\r\n4\r\n5" + f"{CSI}2;4r", scrollback=10)
+    steps = [
+        (f"{CSI}4H{ESC}D", ["1", "3", "4", "", "5"]),  # IND at the bottom margin
+        (f"{CSI}2H{ESC}M", ["1", "", "3", "4", "5"]),  # RI at the top margin
+        (f"{CSI}3H{CSI}M", ["1", "", "4", "", "5"]),  # DL inside the region
+        (f"{CSI}2H{CSI}L", ["1", "", "", "4", "5"]),  # IL at its top
+        (f"{CSI}2S", ["1", "4", "", "", "5"]),  # SU 2 within the margins
+        (f"{CSI}T", ["1", "", "4", "", "5"]),  # SD 1
+        (f"{CSI}1H{CSI}L{CSI}5H{CSI}M", ["1", "", "4", "", "5"]),  # IL/DL outside: ignored
+    ]
+    for sequence, expected in steps:
+        term.feed(sequence.encode())
+        assert text(term) == expected, repr(sequence)
+    assert list(term.scrollback) == []  # a partial region keeps no scrollback
+
+
+def test_title_stack() -> None:
+    term = make(f"{ESC}]2;one\x07{CSI}22;0t{ESC}]2;two\x07")
+    assert term.title == "two"
+    term.feed(f"{CSI}23;0t".encode())
+    assert term.title == "one"
+
+
+def test_deccolm_does_not_resize() -> None:
+    term = make(f"hi{CSI}?3h{CSI}?3l")
+    assert (term.cols, term.rows) == (20, 5)
+    assert text(term)[0] == "hi"
+
+
+# -- size and scrollback ---------------------------------------------------------
+
+
+def test_resize_pushes_to_and_pulls_from_scrollback() -> None:
+    term = make("\r\n".join(f"line {i}" for i in range(5)), cols=10, rows=5)
+    term.resize(10, 3)
+    assert text(term) == ["line 2", "line 3", "line 4"]
+    assert [r.rstrip() for r in term.scrollback] == ["line 0", "line 1"]
+    assert term.cursor == (2, 6)
+    term.resize(10, 5)
+    assert text(term) == [f"line {i}" for i in range(5)]
+    assert term.cursor == (4, 6)
+    term.resize(4, 5)
+    assert text(term)[0] == "line" and term.cursor == (4, 3)
+    snap = term.snapshot()
+    assert (snap.cols, snap.rows) == (4, 5)
+    round_trip(term)
+
+
+def test_resize_drops_rows_below_the_cursor_first() -> None:
+    term = make(f"top{CSI}5;1Hbottom{CSI}2;1H", cols=10, rows=5)
+    term.resize(10, 2)
+    assert text(term) == ["top", ""]
+    assert term.scrollback == []
+
+
+def test_resize_in_alternate_screen_keeps_both_buffers() -> None:
+    term = make(f"main{CSI}?1049h{CSI}5;1Halt", cols=10, rows=5)
+    term.resize(8, 3)
+    assert text(term)[-1] == "alt"
+    term.feed(f"{CSI}?1049l".encode())
+    assert text(term)[0] == "main"
+
+
+def test_scrollback_is_bounded() -> None:
+    term = make("\r\n".join(f"{i}" for i in range(200)), scrollback=50)
+    assert len(term.scrollback) == 50
+    assert term.scrollback[0].rstrip() == "145" and term.scrollback[-1].rstrip() == "194"
+    assert make("\r\n".join(f"{i}" for i in range(20)), scrollback=0).scrollback == []
+
+
+def test_no_scrollback_from_a_partial_scrolling_region() -> None:
+    term = make(f"{CSI}1;4r{CSI}4;1H\n\n\n", scrollback=10)
+    assert term.scrollback == []
