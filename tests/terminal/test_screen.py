@@ -137,37 +137,6 @@ def test_deccolm_does_not_resize() -> None:
 # -- size and scrollback ---------------------------------------------------------
 
 
-def test_resize_pushes_to_and_pulls_from_scrollback() -> None:
-    term = make("\r\n".join(f"line {i}" for i in range(5)), cols=10, rows=5)
-    term.resize(10, 3)
-    assert text(term) == ["line 2", "line 3", "line 4"]
-    assert [r.rstrip() for r in term.scrollback] == ["line 0", "line 1"]
-    assert term.cursor == (2, 6)
-    term.resize(10, 5)
-    assert text(term) == [f"line {i}" for i in range(5)]
-    assert term.cursor == (4, 6)
-    term.resize(4, 5)
-    assert text(term)[0] == "line" and term.cursor == (4, 3)
-    snap = term.snapshot()
-    assert (snap.cols, snap.rows) == (4, 5)
-    round_trip(term)
-
-
-def test_resize_drops_rows_below_the_cursor_first() -> None:
-    term = make(f"top{CSI}5;1Hbottom{CSI}2;1H", cols=10, rows=5)
-    term.resize(10, 2)
-    assert text(term) == ["top", ""]
-    assert term.scrollback == []
-
-
-def test_resize_in_alternate_screen_keeps_both_buffers() -> None:
-    term = make(f"main{CSI}?1049h{CSI}5;1Halt", cols=10, rows=5)
-    term.resize(8, 3)
-    assert text(term)[-1] == "alt"
-    term.feed(f"{CSI}?1049l".encode())
-    assert text(term)[0] == "main"
-
-
 def test_scrollback_is_bounded() -> None:
     term = make("\r\n".join(f"{i}" for i in range(200)), scrollback=50)
     assert len(term.scrollback) == 50

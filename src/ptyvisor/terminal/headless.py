@@ -14,13 +14,12 @@ from dataclasses import asdict, dataclass
 from ptyvisor.terminal import fast_forward
 from ptyvisor.terminal.modes import KEYPAD, InputModes
 from ptyvisor.terminal.parser import Parser
-from ptyvisor.terminal.rows import EMPTY_LINE, PlainRow, ScreenLine
+from ptyvisor.terminal.rows import EMPTY_LINE, Buffer, PlainRow, ScreenLine
 from ptyvisor.terminal.screen import (
     DECAWM,
     DECOM,
     IRM,
     LNM,
-    Buffer,
     SavedSlot,
     Screen,
     default_tabstops,

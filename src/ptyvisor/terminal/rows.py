@@ -8,6 +8,7 @@ screen is kept as its runs (`PlainRow`): a twentieth of the memory of its cells.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 
 from ptyvisor.terminal.snapshot import BLANK, Cell
@@ -23,6 +24,14 @@ class ScreenLine(dict[int, Cell]):
 
 
 EMPTY_LINE = ScreenLine()
+
+Buffer = defaultdict[int, ScreenLine]
+"""A screen's rows by number; rows never written are not stored."""
+
+
+def new_buffer() -> Buffer:
+    return defaultdict(ScreenLine)
+
 
 Runs = list[tuple[Cell, str]]
 """A row of one-cell ASCII text drawn from column 0: (pen, text) in order; a pen is a

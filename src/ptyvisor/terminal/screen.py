@@ -17,8 +17,9 @@ import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
 
+from ptyvisor.terminal import resize
 from ptyvisor.terminal.modes import InputModes
-from ptyvisor.terminal.rows import Pens, ScreenLine
+from ptyvisor.terminal.rows import Buffer, Pens, ScreenLine, new_buffer
 from ptyvisor.terminal.scrollback import Scrollback
 from ptyvisor.terminal.sgr import apply_sgr
 from ptyvisor.terminal.signals import CONTROLS
@@ -59,13 +60,6 @@ class SavedSlot(NamedTuple):
     origin: bool
 
 
-Buffer = defaultdict[int, ScreenLine]
-
-
-def _new_buffer() -> Buffer:
-    return defaultdict(ScreenLine)
-
-
 class Screen(pyte.Screen):
     """pyte's Screen with the fixes listed in the module docstring."""
 
@@ -86,7 +80,7 @@ class Screen(pyte.Screen):
         self._sgr_cache: dict[tuple[Cell, str], Cell] = {}
         self._init_state()
         super().__init__(columns, lines)
-        self.buffer = _new_buffer()
+        self.buffer = new_buffer()
 
     def _init_state(self) -> None:
         """State pyte does not have; also what RIS resets."""
@@ -601,7 +595,7 @@ class Screen(pyte.Screen):
         if mode == 1049:
             self.save_cursor()
         self.main_buffer = self.buffer
-        self.buffer = _new_buffer()
+        self.buffer = new_buffer()
 
     def _leave_alt(self, mode: int) -> None:
         if self.main_buffer is not None:
@@ -614,8 +608,7 @@ class Screen(pyte.Screen):
     # -- size ----------------------------------------------------------------
 
     def resize(self, lines: int | None = None, columns: int | None = None) -> None:
-        """Rows: drop blank-or-not rows below the cursor first, then push the top into
-        scrollback (growing pulls it back), as xterm.js does. Columns: no reflow."""
+        """As xterm.js: see `ptyvisor.terminal.resize`."""
         lines = lines or self.lines
         columns = columns or self.columns
         if (lines, columns) == (self.lines, self.columns):
@@ -623,20 +616,17 @@ class Screen(pyte.Screen):
         old_lines, old_cols = self.lines, self.columns
         if lines != old_lines:
             active = self.alt_active
-            shift = self._resize_rows(self.buffer, old_lines, lines, self.cursor.y, not active)
+            history = None if active else self.scrollback
+            shift = resize.rows(self.buffer, history, old_lines, lines, self.cursor.y)
             self.cursor.y += shift
             self._shift_saved(int(active), shift)
             if self.main_buffer is not None:
                 anchor = self.saved[0].y if self.saved[0] else old_lines - 1
-                self._shift_saved(0, self._resize_rows(self.main_buffer, old_lines, lines, anchor))
+                shift = resize.rows(self.main_buffer, self.scrollback, old_lines, lines, anchor)
+                self._shift_saved(0, shift)
         if columns < old_cols:
             for buffer in (self.buffer, self.main_buffer):
-                for line in (buffer or {}).values():
-                    for x in [x for x in line if x >= columns]:
-                        del line[x]
-                    last = line.get(columns - 1)
-                    if last is not None and last.data and _width(last.data[0]) == 2:
-                        line[columns - 1] = last._replace(data=" ")
+                resize.cut(buffer or {}, columns)
         else:
             self.tabstops.update(x for x in range(8, columns, 8) if x >= old_cols)
         self.tabstops = {x for x in self.tabstops if x < columns}
@@ -646,37 +636,6 @@ class Screen(pyte.Screen):
         self.cursor.y = max(0, min(self.cursor.y, lines - 1))
         self._shift_saved(0, 0)
         self._shift_saved(1, 0)
-
-    def _resize_rows(
-        self, buffer: Buffer, old: int, new: int, anchor: int, history: bool = True
-    ) -> int:
-        """Resize one buffer's rows; returns how far its content moved down."""
-        if new < old:
-            excess = old - new
-            below = max(0, old - 1 - anchor)
-            from_bottom = min(excess, below)
-            for y in range(old - from_bottom, old):
-                buffer.pop(y, None)
-            from_top = excess - from_bottom
-            if not from_top:
-                return 0
-            kept = [buffer.pop(y, None) for y in range(old - from_bottom)]
-            if history:
-                self.scrollback.extend(kept[:from_top])
-            for y, line in enumerate(kept[from_top:]):
-                if line is not None:
-                    buffer[y] = line
-            return -from_top
-        if not history or not self.scrollback:
-            return 0
-        pull = min(new - old, len(self.scrollback))
-        moved = [buffer.pop(y, None) for y in range(old)]
-        for y, line in enumerate(moved):
-            if line is not None:
-                buffer[y + pull] = line
-        for y in range(pull - 1, -1, -1):
-            buffer[y] = self.scrollback.pull()
-        return pull
 
     def _shift_saved(self, slot: int, shift: int) -> None:
         saved = self.saved[slot]
