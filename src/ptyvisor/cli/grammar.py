@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TypeAlias
 
 from ptyvisor import __version__
 from ptyvisor.agents.activity import ActivityPhase
@@ -15,14 +16,88 @@ from ptyvisor.agents.launch import AGENTS
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT
 from ptyvisor.keeper import options as serve_options
 
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""Where each command adds its parser (argparse names the type privately)."""
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ptyvisor", description="Supervisor for coding-agent terminals."
+
+def client_options(p: argparse.ArgumentParser, *, autostart: bool = True) -> None:
+    if autostart:
+        p.add_argument(
+            "--no-autostart",
+            action="store_true",
+            help="do not start a server when none answers on this machine "
+            "(also: PTYVISOR_NO_AUTOSTART=1)",
+        )
+    p.add_argument(
+        "--url",
+        default=None,
+        help="server URL, ws:// or the http:// one serve prints (default: $PTYVISOR_URL, "
+        f"else ws://{DEFAULT_HOST}:{DEFAULT_PORT}/)",
     )
-    parser.add_argument("-V", "--version", action="version", version=f"ptyvisor {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="token (default: $PTYVISOR_TOKEN, else the one in the state directory)",
+    )
+    if not any(action.dest == "state_dir" for action in p._actions):
+        p.add_argument(
+            "--state-dir",
+            type=Path,
+            default=None,
+            help="where the token is stored (default: $PTYVISOR_STATE_DIR, else "
+            "~/.local/share/ptyvisor)",
+        )
 
+
+def terminal_options(p: argparse.ArgumentParser) -> None:
+    """Options of the commands that attach this terminal."""
+    p.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
+    p.add_argument(
+        "--no-alt-screen",
+        dest="alt_screen",
+        action="store_false",
+        help="draw in place rather than on the alternate screen, so the output also "
+        "goes into this terminal's scrollback (default: the alternate screen, and "
+        "the shell's screen back on detach)",
+    )
+
+
+def session_command(
+    sub: Commands, name: str, summary: str, description: str, *examples: str
+) -> argparse.ArgumentParser:
+    """A client subcommand on one session: its ID argument, the client options,
+    and examples under its help."""
+    command = sub.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog="examples:\n" + "".join(f"  {line}\n" for line in examples) if examples else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    client_options(command)
+    command.add_argument("session", metavar="ID", help="session id, name or id prefix")
+    return command
+
+
+def keeper_command(
+    sub: Commands, name: str, summary: str, description: str, wait: str, *, connects: bool
+) -> None:
+    """A command for the ``serve`` running on a state directory (found by its lock)."""
+    command = sub.add_parser(name, help=summary, description=description)
+    command.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help=f"the serve to {name} (default: $PTYVISOR_STATE_DIR, else ~/.local/share/ptyvisor)",
+    )
+    if connects:
+        client_options(command, autostart=False)
+    command.add_argument(
+        "--timeout", type=float, default=30, help=f"seconds to wait for {wait} (default 30)"
+    )
+
+
+def _serve(sub: Commands) -> None:
     serve = sub.add_parser(
         "serve",
         help="run the server (see ptyvisor serve --help)",
@@ -31,64 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_options.add_arguments(serve)
 
-    def client_options(p: argparse.ArgumentParser, *, autostart: bool = True) -> None:
-        if autostart:
-            p.add_argument(
-                "--no-autostart",
-                action="store_true",
-                help="do not start a server when none answers on this machine "
-                "(also: PTYVISOR_NO_AUTOSTART=1)",
-            )
-        p.add_argument(
-            "--url",
-            default=None,
-            help="server URL, ws:// or the http:// one serve prints (default: $PTYVISOR_URL, "
-            f"else ws://{DEFAULT_HOST}:{DEFAULT_PORT}/)",
-        )
-        p.add_argument(
-            "--token",
-            default=None,
-            help="token (default: $PTYVISOR_TOKEN, else the one in the state directory)",
-        )
-        if not any(action.dest == "state_dir" for action in p._actions):
-            p.add_argument(
-                "--state-dir",
-                type=Path,
-                default=None,
-                help="where the token is stored (default: $PTYVISOR_STATE_DIR, else "
-                "~/.local/share/ptyvisor)",
-            )
 
-    def terminal_options(p: argparse.ArgumentParser) -> None:
-        """Options of the commands that attach this terminal."""
-        p.add_argument("--detach-key", default="^]", help="key that detaches (default ^])")
-        p.add_argument(
-            "--no-alt-screen",
-            dest="alt_screen",
-            action="store_false",
-            help="draw in place rather than on the alternate screen, so the output also "
-            "goes into this terminal's scrollback (default: the alternate screen, and "
-            "the shell's screen back on detach)",
-        )
-
-    def session_command(
-        name: str, summary: str, description: str, *examples: str
-    ) -> argparse.ArgumentParser:
-        """A client subcommand on one session: its ID argument, the client options,
-        and examples under its help."""
-        command = sub.add_parser(
-            name,
-            help=summary,
-            description=description,
-            epilog="examples:\n" + "".join(f"  {line}\n" for line in examples)
-            if examples
-            else None,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        client_options(command)
-        command.add_argument("session", metavar="ID", help="session id, name or id prefix")
-        return command
-
+def _run(sub: Commands) -> None:
     run = sub.add_parser(
         "run",
         help="start a program on the server and attach to it",
@@ -125,7 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
         "argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the program and its arguments"
     )
 
+
+def _attach(sub: Commands) -> None:
     attach = session_command(
+        sub,
         "attach",
         "attach this terminal to a session",
         "Show a session in this terminal and type into it; the detach key leaves it "
@@ -139,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="watch only: keys are not sent and the program keeps its size",
     )
 
+
+def _ls(sub: Commands) -> None:
     ls = sub.add_parser(
         "ls",
         help="list sessions",
@@ -154,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also past sessions (exited, or from before a restart or reboot)",
     )
 
+
+def _resume(sub: Commands) -> None:
     resume = sub.add_parser(
         "resume",
         help="start a past agent session again on its own conversation",
@@ -169,25 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     terminal_options(resume)
 
-    def keeper_command(
-        name: str, summary: str, description: str, wait: str, *, connects: bool
-    ) -> None:
-        """A command for the ``serve`` running on a state directory (found by its lock)."""
-        command = sub.add_parser(name, help=summary, description=description)
-        command.add_argument(
-            "--state-dir",
-            type=Path,
-            default=None,
-            help=f"the serve to {name} (default: $PTYVISOR_STATE_DIR, "
-            "else ~/.local/share/ptyvisor)",
-        )
-        if connects:
-            client_options(command, autostart=False)
-        command.add_argument(
-            "--timeout", type=float, default=30, help=f"seconds to wait for {wait} (default 30)"
-        )
 
+def _restart_and_stop(sub: Commands) -> None:
     keeper_command(
+        sub,
         "restart",
         "restart the server process; programs keep running and clients reconnect",
         "Restart the server process of the `ptyvisor serve` running on the "
@@ -198,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         connects=True,
     )
     keeper_command(
+        sub,
         "stop",
         "stop the server and every program it runs",
         "Stop the `ptyvisor serve` running on the state directory, as SIGTERM or Ctrl-C "
@@ -208,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
         connects=False,
     )
 
+
+def _notify(sub: Commands) -> None:
     notify = sub.add_parser(
         "notify",
         help="notifications (serve --notify): send a test message",
@@ -219,6 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     client_options(notify_actions.add_parser("test", help="send a test notification"))
 
+
+def _service(sub: Commands) -> None:
     service = sub.add_parser(
         "service",
         help="run serve as a systemd user service",
@@ -245,18 +261,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     actions.add_parser("uninstall", help="stop and disable it (its programs end), remove it")
 
+
+def _kill_close_send_unsend(sub: Commands) -> None:
     session_command(
+        sub,
         "kill",
         "terminate a session's programs (HUP, then KILL)",
         "Send SIGHUP to every process of the session, SIGKILL after 2 s; the session "
         "stays listed, with its output, until closed.",
     )
     session_command(
+        sub,
         "close",
         "terminate a session and forget it",
         "Kill the session's programs if they run, and remove the session.",
     )
     send = session_command(
+        sub,
         "send",
         "queue a message for a working agent: its next instruction after this turn",
         "Queue MESSAGE for an agent working on a turn: its next Stop hook takes it and the "
@@ -266,11 +287,14 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("message", help="what the agent should do next (at most 4000 characters)")
 
     session_command(
+        sub,
         "unsend",
         "delete a session's queued message",
         "Delete the message queued with send, if it was not delivered yet.",
     )
 
+
+def _answer(sub: Commands) -> None:
     answer = sub.add_parser(
         "answer",
         help="answer the approval or question an agent is waiting on (see ls)",
@@ -303,7 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--text", action="append", default=[], metavar="Q=TEXT", help="free text for question Q"
     )
 
+
+def _send_keys(sub: Commands) -> None:
     send_keys = session_command(
+        sub,
         "send-keys",
         "type keys and text into a session, as tmux's send-keys",
         "Send each KEY to the session's program: a key name (Enter, Esc, Tab, BTab, "
@@ -326,7 +353,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="send text as a paste (bracketed when the program asked; default: off)",
     )
 
+
+def _capture(sub: Commands) -> None:
     capture = session_command(
+        sub,
         "capture",
         "print a session's screen",
         "Print the session's screen as plain text (trailing blanks trimmed), as the "
@@ -349,7 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="rows, scrollback, cursor, title, modes and size as JSON (default: off)",
     )
 
+
+def _wait(sub: Commands) -> None:
     waiter = session_command(
+        sub,
         "wait",
         "block until a session reaches a state (exit 0), or time out (exit 124)",
         "Wait until every condition given holds at once: exit 0. Exit 124 when --timeout "
@@ -390,7 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="give up after S seconds, exit 124 (default: never)",
     )
 
+
+def _events(sub: Commands) -> None:
     events = session_command(
+        sub,
         "events",
         "print a session's activity timeline and process changes",
         "Print the session's recorded activity transitions (time, phase, reason) and how "
@@ -406,7 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="one JSON object per line, NDJSON (default: text)"
     )
 
+
+def _rename(sub: Commands) -> None:
     rename = session_command(
+        sub,
         "rename",
         "give a session another name",
         "Rename a session (kept across server restarts and in the records); a name is a "
@@ -415,7 +454,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rename.add_argument("name", metavar="NAME", help="the new name (1 to 128 characters)")
 
+
+def _export(sub: Commands) -> None:
     export = session_command(
+        sub,
         "export",
         "write what the replay log holds as an asciicast file",
         "Write the output the server still holds for a session (the last --replay-bytes, "
@@ -431,6 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the file to write (- for standard output; required)",
     )
 
+
+def _completion_emit_schema(sub: Commands) -> None:
     completer = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -470,4 +514,36 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write to FILE instead (default: standard output)",
     )
+
+
+COMMANDS = (
+    _serve,
+    _run,
+    _attach,
+    _ls,
+    _resume,
+    _restart_and_stop,
+    _notify,
+    _service,
+    _kill_close_send_unsend,
+    _answer,
+    _send_keys,
+    _capture,
+    _wait,
+    _events,
+    _rename,
+    _export,
+    _completion_emit_schema,
+)
+"""Each adds its commands, in the order ``--help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ptyvisor", description="Supervisor for coding-agent terminals."
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"ptyvisor {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
     return parser
