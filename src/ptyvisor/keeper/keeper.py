@@ -275,7 +275,7 @@ class Keeper:
         self.server: subprocess.Popen[bytes] | None = None
         self.link: socket.socket | None = None
         self._outgoing: deque[tuple[bytes, list[int], int | None]] = deque()
-        self._handover: list[dict[str, Any]] | None = None
+        self._handover: list[wire.SessionHandover] | None = None
         self._announced = False
         self.phase = ServerPhase.BACKING_OFF
         """The server process's phase, changed only by `_change`."""

@@ -19,7 +19,10 @@ from collections.abc import Sequence
 
 import anyio
 
+from ptyvisor.keeper.proctable import ProcessTable
 from ptyvisor.keeper.spawn import set_size
+
+KILL_GRACE_SECONDS = 2.0
 
 
 class Exit:
@@ -100,6 +103,33 @@ class Child:
     def alive_among(self, members: Sequence[int]) -> bool:
         """Whether anything is left of the session: ``members``, less a reaped child."""
         return any(pid != self.pid or not self.reaped for pid in members)
+
+    async def terminate(self, processes: ProcessTable, grace: float = KILL_GRACE_SECONDS) -> None:
+        """Stop every process of the program's session; return once they are gone and
+        the child is reaped (or a last KILL was not enough).
+
+        HUP first, as a closing terminal would (with CONT, so stopped jobs see it),
+        then KILL whatever is left after ``grace``. Polls: the ``/proc`` scans are
+        shared and off the event loop (`ProcessTable`), and the other processes of
+        the session give no event when they go."""
+        for signum, wait in ((signals.SIGHUP, grace), (signals.SIGKILL, KILL_GRACE_SECONDS)):
+            members = await self._members(processes)
+            if not self.alive_among(members) and self.poll():
+                return
+            self.signal_members(members, signum)
+            if signum == signals.SIGHUP:
+                self.signal_members(members, signals.SIGCONT)
+            # KILL cannot be ignored, but it is delivered asynchronously: wait until
+            # the child is reaped and the rest of its session is gone too.
+            with anyio.move_on_after(wait):
+                while not (self.poll() and not self.alive_among(await self._members(processes))):  # noqa: ASYNC110
+                    await anyio.sleep(0.02)
+
+    async def _members(self, processes: ProcessTable) -> list[int]:
+        """The live processes of the program's session; a failed scan counts as the
+        child alone (its process group is signalled as well)."""
+        members = await processes.members(self.pid)
+        return [self.pid] if members is None else members
 
     def close_fd(self) -> None:
         """Close this process's copy of the master."""

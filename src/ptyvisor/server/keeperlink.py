@@ -55,7 +55,7 @@ class KeeperLink:
         self.config = config
         self.verbose = verbose
         self.adopted: list[Adopted] = []
-        self.handed_over: dict[str, dict[str, Any]] = {}
+        self.handed_over: dict[str, wire.SessionHandover] = {}
         """Per session: what the previous server handed over at a planned restart."""
         self._children: dict[str, Child] = {}
         self._started_rings: dict[str, Ring | None] = {}
@@ -84,8 +84,7 @@ class KeeperLink:
         while True:
             message, fds = _expect(sock, wire.Adopt, wire.Adopted)
             if isinstance(message, wire.Adopted):
-                for state in message.state or ():
-                    link.handed_over[str(state.get("session"))] = state
+                link.handed_over = {state.session: state for state in message.state or ()}
                 break
             assert isinstance(message, wire.Adopt)
             link.adopted.append(link._adopt(message, fds))

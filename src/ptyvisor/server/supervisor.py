@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
 import anyio
 from anyio.abc import TaskGroup
@@ -40,7 +40,7 @@ from ptyvisor.server.records import Record, Records
 from ptyvisor.server.session import Session, new_session_id, now_ms, raw_names
 from ptyvisor.wire.frames import new_nonce
 from ptyvisor.wire.jsontext import display
-from ptyvisor.wire.link import ProgramSpec
+from ptyvisor.wire.link import ProgramSpec, SessionHandover
 from ptyvisor.wire.protocol import ProcessState, SessionClosed, SessionSummary, TermSize, Transition
 from ptyvisor.wire.untrusted import native_id_problem
 
@@ -271,17 +271,16 @@ class Supervisor:
             log.warning("no record of session %s for %s: %s", session_id, why, error)
             return None
 
-    async def adopt(self, adopted: Adopted, handed_over: Mapping[str, Any] | None) -> Session:
+    async def adopt(self, adopted: Adopted, handed_over: SessionHandover | None) -> Session:
         """A program the keeper already ran when this server started; ``handed_over``
         is what the previous server knew of it, at a planned restart."""
         identity = Identity.from_json(adopted.identity)
         session = self._add(
             identity, adopted.child, adopted.ring, cols=adopted.cols, rows=adopted.rows
         )
-        if handed_over is not None:
-            session.take_over(handed_over)
-        else:
-            # After a crash: the last activity the records know, until the next frame.
+        if handed_over is None or not self._took_over(session, handed_over):
+            # After a crash, or with a handover that does not fit: the last activity
+            # the records know, until the next frame.
             record = await self._record(identity.id, "its last activity")
             if record is not None and record.phase is not None:
                 session.tracker.resume(
@@ -296,6 +295,17 @@ class Supervisor:
                 )
         log.info("session %s adopted: %s (pid %d)", identity.id, identity.name, adopted.child.pid)
         return session
+
+    @staticmethod
+    def _took_over(session: Session, handed_over: SessionHandover) -> bool:
+        """Whether the session continues from the previous server's state; one that
+        does not fit (a bug in that server) costs that session's state, nothing more."""
+        try:
+            session.take_over(handed_over)
+        except (ValueError, LookupError, TypeError) as error:
+            log.warning("session %s: its handover is unusable: %s", session.id, error)
+            return False
+        return True
 
     async def stopping_for_good(self) -> None:
         """The keeper stops every program once this server is gone: record that."""

@@ -86,11 +86,39 @@ class Adopt:
 
 
 @dataclass(frozen=True, slots=True)
+class HandedScreen:
+    ansi: str
+    """The screen as a snapshot draws it."""
+    seq: int
+    """The output seq it shows."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandedFrames:
+    applied: int = 0
+    ignored: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHandover:
+    """What only the server knew of one session, for the next at a planned restart
+    (the output itself is in the ring). The keeper keeps it without reading it."""
+
+    session: str
+    tracker: dict[str, Any]
+    """`ActivityTracker.export`."""
+    screen: HandedScreen | None = None
+    queued_message: str | None = None
+    frames: HandedFrames = field(default_factory=HandedFrames)
+
+
+@dataclass(frozen=True, slots=True)
 class Adopted:
     """Every program has been sent; ``state``: what the previous server handed over."""
 
     op: ClassVar[str] = "adopted"
-    state: list[dict[str, Any]] | None = None
+    state: list[SessionHandover] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +204,7 @@ class Forget:
 @dataclass(frozen=True, slots=True)
 class Handover:
     op: ClassVar[str] = "handover"
-    sessions: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[SessionHandover] = field(default_factory=list)
 
 
 ToServer = Config | Adopt | Adopted | Exited | Spawned | SpawnFailed | Stop | Restart | Ping

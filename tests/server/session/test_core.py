@@ -3,13 +3,17 @@ and time, and a program's end (ending.py). No PTY, no event loop."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ptyvisor.agents.activity import ActivityPhase, KeyTyped, ProgramExited, Which
 from ptyvisor.server.session import SessionCore
 from ptyvisor.server.session.core import MAX_FRAME_AHEAD_MS, QueueChanged
 from ptyvisor.server.session.ending import ENDED_BY, TRANSITIONS, End, ProgramEnd
+from ptyvisor.wire import link as wire
 from ptyvisor.wire.frames import encode_frame, new_nonce
+from ptyvisor.wire.link import HandedScreen
 
 SID = "s0000abcd"
 NONCE = new_nonce()
@@ -129,3 +133,25 @@ def test_every_state_names_every_event_but_a_second_end() -> None:
     for state, events in TRANSITIONS.items():
         final = state in (End.EXITED, End.CLOSED)
         assert set(events) == {"kill", "close", "server"} | (set() if final else {"reaped"})
+
+
+def test_a_handover_through_the_link_continues_where_it_was() -> None:
+    """A planned restart: what the core hands over, sent as the link's JSON, gives the
+    next server's core the same activity, pending question, queued message and counts."""
+    before = core(agent="claude-code")
+    approval = {"id": "req-1", "kind": "approval", "agent": "claude-code", "created_at": NOW - 5}
+    question = {"type": "interaction", "at": NOW - 5, "interaction": approval}
+    before.output(report("working", at=NOW - 9), NOW)
+    before.queue_message("then this", NOW)
+    before.output(encode_frame(SID, NONCE, question) + report("working", at=NOW - 20), NOW)
+    before.output(encode_frame(SID, new_nonce(), {"type": "activity", "at": 1}), NOW)
+    sent = wire.to_json(wire.Handover([before.handover(HandedScreen("$ ", 7))]))
+    received = wire.parse(json.loads(json.dumps(sent)))
+    assert isinstance(received, wire.Handover)
+    after = core(agent="claude-code")
+    after.take_over(received.sessions[0])
+    assert after.tracker.activity == before.tracker.activity
+    assert after.tracker.pending == before.tracker.pending is not None
+    assert after.queued_message == before.queued_message
+    assert after.frames == before.frames and after.frames.ignored == 1
+    assert received.sessions[0].screen == HandedScreen("$ ", 7)

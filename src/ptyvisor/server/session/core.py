@@ -37,6 +37,7 @@ from ptyvisor.agents.activity import (
 )
 from ptyvisor.server.control import nonce_matches
 from ptyvisor.wire.frames import Rejected, RejectReason, decode_frame
+from ptyvisor.wire.link import HandedFrames, HandedScreen, SessionHandover
 from ptyvisor.wire.scanner import FrameScanner, ScanResult
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,24 @@ class SessionCore:
     @property
     def tracker(self) -> ActivityTracker:
         return self.rules.tracker
+
+    def handover(self, screen: HandedScreen) -> SessionHandover:
+        """What the next server needs at a planned restart, besides the ring."""
+        frames = self.frames
+        return SessionHandover(
+            session=self.id,
+            tracker=self.tracker.export(),
+            screen=screen,
+            queued_message=self.queued_message,
+            frames=HandedFrames(frames.applied, frames.ignored, dict(frames.rejected)),
+        )
+
+    def take_over(self, state: SessionHandover) -> None:
+        """Continue from what the previous server handed over (`handover`)."""
+        self.tracker.restore(state.tracker)
+        self.queued_message = state.queued_message
+        kept = state.frames
+        self.frames = FrameCounts(kept.applied, kept.ignored, dict(kept.rejected))
 
     def nonce_matches(self, nonce: str) -> bool:
         """Whether ``nonce`` is this spawn's secret (constant time)."""

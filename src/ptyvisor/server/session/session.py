@@ -22,12 +22,11 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
-import signal as signals
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -45,7 +44,7 @@ from ptyvisor.agents.launch import SUBMIT_GAP
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.keeper.proctable import ProcessTable, in_session_tree
 from ptyvisor.keeper.ring import Ring
-from ptyvisor.server.child import Child
+from ptyvisor.server.child import KILL_GRACE_SECONDS, Child
 from ptyvisor.server.identity import Identity
 from ptyvisor.server.outputlog import OutputLog, join
 from ptyvisor.server.owner import Owner
@@ -62,6 +61,7 @@ from ptyvisor.server.session.typed_input import TypedInput
 from ptyvisor.terminal import HeadlessTerminal, TerminalSignal
 from ptyvisor.terminal.keys import encode_keys
 from ptyvisor.wire.jsontext import display, is_text, raw_bytes
+from ptyvisor.wire.link import HandedScreen, SessionHandover
 from ptyvisor.wire.protocol import (
     Captured,
     ProcessChanged,
@@ -83,7 +83,6 @@ EXIT_DRAIN_SECONDS = 0.5
 EXIT_DRAIN_BYTES = 8 * 1024 * 1024
 """At most this much is read at the exit when the PTY's end never came (another
 process holds the terminal and still writes)."""
-KILL_GRACE_SECONDS = 2.0
 TICK_SECONDS = 0.1
 """How often time is told to the activity rules while it matters to them."""
 
@@ -243,35 +242,10 @@ class Session:
         await self.terminate()
 
     async def terminate(self, grace: float = KILL_GRACE_SECONDS) -> None:
-        """Stop every process of the program's session and reap the child.
-
-        HUP first, as a closing terminal would (with CONT, so stopped jobs see it),
-        then KILL whatever is left after ``grace``. Polls rather than relying on the
-        exit watcher, which is not running while the session shuts down; the
-        ``/proc`` scans are shared and off the event loop (`ProcessTable`).
-        """
-        for signum, wait in ((signals.SIGHUP, grace), (signals.SIGKILL, KILL_GRACE_SECONDS)):
-            members = await self._members()
-            if not self.child.alive_among(members) and self.child.poll():
-                break
-            self.child.signal_members(members, signum)
-            if signum == signals.SIGHUP:
-                self.child.signal_members(members, signals.SIGCONT)
-            # KILL cannot be ignored, but it is delivered asynchronously: wait until
-            # the child is reaped and the rest of its session is gone too.
-            with anyio.move_on_after(wait):
-                while not await self._all_gone():  # noqa: ASYNC110 - other processes: no event
-                    await anyio.sleep(0.02)
+        """Stop every process of the program (`Child.terminate`), then publish its end.
+        The exit watcher is not running while the session shuts down."""
+        await self.child.terminate(self._processes, grace)
         self._reaped()
-
-    async def _all_gone(self) -> bool:
-        return self.child.poll() and not self.child.alive_among(await self._members())
-
-    async def _members(self) -> list[int]:
-        """The live processes of the program's session; a failed scan counts as the
-        child alone (its process group is signalled as well)."""
-        members = await self._processes.members(self.child.pid)
-        return [self.child.pid] if members is None else members
 
     async def _watch_exit(self) -> None:
         await self.child.exit.event.wait()  # its owner reaped it
@@ -379,36 +353,17 @@ class Session:
 
     # ------------------------------------------------------------------ restarts
 
-    async def handover(self) -> dict[str, Any]:
+    async def handover(self) -> SessionHandover:
         """What only this server knows, for the next one at a planned restart: the
-        screen (as a snapshot and the seq it shows), the activity, the queued message
-        and the frame counts. The output itself is in the ring."""
+        core's state and the screen (as a snapshot, and the seq it shows)."""
         snapshot = await self.snapshot()
-        frames = self.core.frames
-        return {
-            "session": self.id,
-            "screen": {"ansi": snapshot.screen.ansi, "seq": snapshot.seq},
-            "tracker": self.tracker.export(),
-            "queued_message": self.core.queued_message,
-            "frames": {
-                "applied": frames.applied,
-                "ignored": frames.ignored,
-                "rejected": frames.rejected,
-            },
-        }
+        return self.core.handover(HandedScreen(snapshot.screen.ansi, snapshot.seq))
 
-    def take_over(self, state: Mapping[str, Any]) -> None:
+    def take_over(self, state: SessionHandover) -> None:
         """Continue from what the previous server handed over (`handover`)."""
-        self.tracker.restore(state["tracker"])
-        self.core.queued_message = state.get("queued_message")
-        kept = state.get("frames", {})
-        frames = self.core.frames
-        frames.applied = int(kept.get("applied", 0))
-        frames.ignored = int(kept.get("ignored", 0))
-        frames.rejected = {str(k): int(v) for k, v in kept.get("rejected", {}).items()}
-        screen = state.get("screen")
-        if screen is not None:
-            self.renderer.restore(str(screen["ansi"]), int(screen["seq"]))
+        self.core.take_over(state)
+        if state.screen is not None:
+            self.renderer.restore(state.screen.ansi, state.screen.seq)
 
     # ------------------------------------------------------------------ queued message
 
