@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ptyvisor.terminal import HeadlessTerminal
+from ptyvisor.terminal.charsets import Charsets
 from ptyvisor.terminal.snapshot import BLANK, Cell
 
 CAPTURED = Path(__file__).parent / "captured"
@@ -51,9 +52,7 @@ def state(term: HeadlessTerminal) -> dict[str, Any]:
         "margins": s._region(),
         "flags": (
             sorted(s.mode),
-            s.g0_graphics,
-            s.g1_graphics,
-            s.charset,
+            s.charsets,
             s.cursor_style,
             s.reverse_video,
             sorted(s.tabstops),
@@ -61,8 +60,8 @@ def state(term: HeadlessTerminal) -> dict[str, Any]:
     }
 
 
-def saved_slots(term: HeadlessTerminal) -> list[tuple[int, int, Cell] | None]:
-    return [None if v is None else (v.x, v.y, v.attrs) for v in term._screen.saved]
+def saved_slots(term: HeadlessTerminal) -> list[tuple[int, int, Cell, Charsets] | None]:
+    return [None if v is None else (v.x, v.y, v.attrs, v.charsets) for v in term._screen.saved]
 
 
 def round_trip(a: HeadlessTerminal, *, include_scrollback: bool = True) -> HeadlessTerminal:
@@ -93,9 +92,29 @@ _FUZZ_TEXT = [
     "│",
     "\t",
     "\r",
+    "#@[\\]{|}~",
 ]
 _FUZZ_TEXT += ["\n", "\b", "\x0e", "\x0f", "q", "\x00", "\x7f", "\x18", "\x85"]
-_FUZZ_ESCAPES = ["7", "8", "D", "E", "M", "H", "=", ">", "(0", "(B", ")0", "#8", "c", "]2;t\x07"]
+_FUZZ_ESCAPES = [
+    "7",
+    "8",
+    "D",
+    "E",
+    "M",
+    "H",
+    "=",
+    ">",
+    "(0",
+    "(B",
+    ")0",
+    "(A",
+    ")K",
+    "(=",
+    "(%",
+    "#8",
+    "c",
+    "]2;t\x07",
+]
 _FUZZ_ESCAPES += [
     "]0;u\x1b\\",
     "Pq~~\x1b\\",

@@ -174,8 +174,8 @@ def _per_character(monkeypatch: pytest.MonkeyPatch) -> None:
     from ptyvisor.terminal import screen
 
     def draw(self: screen.Screen, data: str) -> None:
-        if self.g1_graphics if self.charset else self.g0_graphics:
-            data = data.translate(screen._DEC_GRAPHICS)
+        if self.table is not None:
+            data = data.translate(self.table)
         self._draw_unicode(data)
 
     monkeypatch.setattr(screen.Screen, "draw", draw)

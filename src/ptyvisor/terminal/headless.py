@@ -251,7 +251,9 @@ class HeadlessTerminal:
         def saved(slot: SavedSlot | None) -> SavedCursor | None:
             if slot is None:
                 return None
-            return SavedCursor(min(slot.x, cols - 1), min(slot.y, rows - 1), slot.attrs)
+            return SavedCursor(
+                min(slot.x, cols - 1), min(slot.y, rows - 1), slot.attrs, slot.charsets
+            )
 
         modes = self.modes
         state = ScreenState(
@@ -277,9 +279,7 @@ class HeadlessTerminal:
             reverse_video=s.reverse_video,
             input_modes=s.input_modes,
             cursor_style=s.cursor_style,
-            g0_graphics=s.g0_graphics,
-            g1_graphics=s.g1_graphics,
-            shifted_out=s.charset == 1,
+            charsets=s.charsets,
             tabstops=None if s.tabstops == default_tabstops(cols) else frozenset(s.tabstops),
         )
         return TerminalSnapshot(

@@ -65,7 +65,7 @@ def _can_batch(screen: Screen) -> bool:
         and cursor.y == bottom
         and screen.margins is None
         and not screen.buffer.get(bottom)
-        and not (screen.g1_graphics if screen.charset else screen.g0_graphics)
+        and screen.table is None
     )
 
 

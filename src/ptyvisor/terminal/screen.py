@@ -18,6 +18,7 @@ from pyte import modes as mo
 from pyte.screens import Margins
 
 from ptyvisor.terminal import resize
+from ptyvisor.terminal.charsets import Charsets
 from ptyvisor.terminal.modes import InputModes
 from ptyvisor.terminal.rows import Buffer, Pens, ScreenLine, new_buffer
 from ptyvisor.terminal.scrollback import Scrollback
@@ -31,11 +32,6 @@ _DECTCEM: int = mo.DECTCEM
 DECOM: int = mo.DECOM
 IRM: int = mo.IRM
 LNM: int = mo.LNM
-
-_DEC_GRAPHICS_KEYS = "`abcdefghijklmnopqrstuvwxyz{|}~"
-_DEC_GRAPHICS_VALUES = "◆▒␉␌␍␊°±␤␋┘┐┌└┼⎺⎻─⎼⎽├┤┴┬│≤≥π≠£·"
-_DEC_GRAPHICS = {ord(k): v for k, v in zip(_DEC_GRAPHICS_KEYS, _DEC_GRAPHICS_VALUES, strict=True)}
-"""DEC Special Graphics (``ESC ( 0``): what ncurses uses for line drawing."""
 
 _width = char_width
 _ONE_CELL_SPLIT = re.compile(f"({ONE_CELL_RUN.pattern})").split
@@ -54,9 +50,7 @@ class SavedSlot(NamedTuple):
     x: int
     y: int
     attrs: Cell
-    g0_graphics: bool
-    g1_graphics: bool
-    charset: int
+    charsets: Charsets
     origin: bool
 
 
@@ -85,8 +79,7 @@ class Screen(pyte.Screen):
     def _init_state(self) -> None:
         """State pyte does not have; also what RIS resets."""
         self.saved: list[SavedSlot | None] = [None, None]  # DECSC slots: main, alt
-        self.g0_graphics = False
-        self.g1_graphics = False
+        self.set_charsets(Charsets())
         self.input_modes = InputModes()
         self.reverse_video = False
         self.cursor_style = 0
@@ -122,8 +115,8 @@ class Screen(pyte.Screen):
 
     def draw(self, data: str) -> None:
         """Draw printable text (the parser never passes control characters)."""
-        if self.g1_graphics if self.charset else self.g0_graphics:
-            data = data.translate(_DEC_GRAPHICS)
+        if self.table is not None:
+            data = data.translate(self.table)
         if IRM in self.mode:
             self._draw_unicode(data)
         elif data.isascii():
@@ -235,8 +228,8 @@ class Screen(pyte.Screen):
     def last_graphic_in(self, text: str) -> str:
         """The character `draw` would leave in ``last_graphic`` after ``text``
         (plain text: no controls but CR, LF, TAB and BS), or "" if none."""
-        if self.g1_graphics if self.charset else self.g0_graphics:
-            text = text.translate(_DEC_GRAPHICS)
+        if self.table is not None:
+            text = text.translate(self.table)
         for char in reversed(text):
             if 0 < _width(char) <= self.columns:
                 return char
@@ -504,9 +497,7 @@ class Screen(pyte.Screen):
             min(c.x, self.columns - 1),
             c.y,
             c.attrs,
-            self.g0_graphics,
-            self.g1_graphics,
-            self.charset,
+            self.charsets,
             DECOM in self.mode,
         )
 
@@ -515,13 +506,12 @@ class Screen(pyte.Screen):
         always as pyte did); visibility untouched."""
         saved = self.saved[self.alt_active]
         if saved is None:
-            saved = SavedSlot(0, 0, BLANK, False, False, 0, False)
+            saved = SavedSlot(0, 0, BLANK, Charsets(), False)
         if saved.origin:
             self.mode.add(DECOM)
         else:
             self.mode.discard(DECOM)
-        self.g0_graphics, self.g1_graphics = saved.g0_graphics, saved.g1_graphics
-        self.charset = saved.charset
+        self.set_charsets(saved.charsets)
         self.cursor.attrs = saved.attrs
         self.cursor.x = min(saved.x, self.columns - 1)
         self.cursor.y = min(saved.y, self.lines - 1)
@@ -529,12 +519,20 @@ class Screen(pyte.Screen):
             top, bottom = self._region()
             self.cursor.y = max(top, min(self.cursor.y, bottom))
 
+    def set_charsets(self, charsets: Charsets) -> None:
+        self.charsets = charsets
+        self.table = charsets.table
+
     def define_charset(self, code: str, mode: str) -> None:
-        graphics = code == "0"
-        if mode == "(":
-            self.g0_graphics = graphics
-        elif mode == ")":
-            self.g1_graphics = graphics
+        self.set_charsets(self.charsets.designate(mode, code))
+
+    def shift_in(self) -> None:
+        """SI: G0 in use."""
+        self.set_charsets(replace(self.charsets, shifted=False))
+
+    def shift_out(self) -> None:
+        """SO: G1 in use."""
+        self.set_charsets(replace(self.charsets, shifted=True))
 
     def soft_reset(self) -> None:
         """DECSTR (``CSI ! p``)."""
@@ -548,8 +546,7 @@ class Screen(pyte.Screen):
         )
         self.margins = None
         self.cursor.attrs = BLANK
-        self.g0_graphics = self.g1_graphics = False
-        self.charset = 0
+        self.set_charsets(Charsets())
         self.saved[self.alt_active] = None
 
     # -- modes ---------------------------------------------------------------

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+from .charsets import RESET as RESET_CHARSETS
+from .charsets import Charsets
 from .modes import InputModes
 from .widths import char_width
 
@@ -165,6 +167,7 @@ class SavedCursor:
     x: int
     y: int
     attrs: Cell
+    charsets: Charsets = field(default_factory=Charsets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +196,7 @@ class ScreenState:
     reverse_video: bool = False
     input_modes: InputModes = field(default_factory=InputModes)
     cursor_style: int = 0
-    g0_graphics: bool = False
-    g1_graphics: bool = False
-    shifted_out: bool = False
+    charsets: Charsets = field(default_factory=Charsets)
     tabstops: frozenset[int] | None = None  # None = the default, every 8 columns
 
 
@@ -210,9 +211,7 @@ PROLOGUE = (
     + "?6l"  # absolute origin
     + CSI
     + "r"  # full-screen scrolling region
-    + ESC
-    + "(B"  # G0 = ASCII ...
-    + "\x0f"  # ... invoked into GL
+    + RESET_CHARSETS  # ASCII in G0 and G1, G0 in use
     + CSI
     + "H"
     + CSI
@@ -387,11 +386,21 @@ def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
         w.goto(y - top, min(state.cursor_x, cols - 1))
 
 
-def _saved_cursor(w: _Writer, saved: SavedCursor | None) -> None:
-    if saved is not None:
-        w.goto(saved.y, saved.x)
-        w.pen(saved.attrs)
-        w.out.append(ESC + "7")
+DECSC = ESC + "7"
+
+
+def _saved_cursor(w: _Writer, saved: SavedCursor | None, save: str = DECSC) -> None:
+    """Have ``save`` (DECSC, or ``?1049h``, which saves the cursor too) keep ``saved``,
+    leaving the character sets as they were (`charsets.RESET`: text is still to be
+    drawn)."""
+    if saved is None:
+        if save != DECSC:
+            w.out.append(save)
+        return
+    w.goto(saved.y, saved.x)
+    w.pen(saved.attrs)
+    sets = saved.charsets.replay()
+    w.out.append(sets + save + (RESET_CHARSETS if sets else ""))
 
 
 def _mode(number: int, on: bool, private: bool = True) -> str:
@@ -427,10 +436,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
 
     if state.alt is not None:
         # ?1049h saves the cursor: put the one the program saved on entry there.
-        if state.saved_main is not None:
-            w.goto(state.saved_main.y, state.saved_main.x)
-            w.pen(state.saved_main.attrs)
-        out.append(CSI + "?1049h")
+        _saved_cursor(w, state.saved_main, save=CSI + "?1049h")
         w.reset_pen()  # the erase below must not paint a background
         out.append(CSI + "H" + CSI + "2J")
         for y in range(rows):
@@ -465,11 +471,6 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append(_mode(4, True, private=False))
     if state.newline_mode:
         out.append(_mode(20, True, private=False))
-    if state.g1_graphics:
-        out.append(ESC + ")0")
-    if state.g0_graphics:
-        out.append(ESC + "(0")
-    if state.shifted_out:
-        out.append("\x0e")
+    out.append(state.charsets.replay())
     w.pen(state.pen)
     return "".join(out)
