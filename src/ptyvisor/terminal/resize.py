@@ -4,17 +4,14 @@ attaching after a resize sees what the clients that watched it see.
 Fewer rows: rows below the cursor go first (blank or not), then the top rows go into
 the scrollback. More rows: rows come back from the scrollback onto the top. The
 alternate screen has no scrollback: its rows are dropped and none come back.
-Fewer columns cut every row at the new edge; a wide character cut in half is blanked.
+Fewer columns cut every row at the new edge (`grid.cut`).
 Lines are not reflowed: a wrapped line stays wrapped where it was.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-
-from ptyvisor.terminal.rows import Buffer, ScreenLine
+from ptyvisor.terminal.rows import Buffer
 from ptyvisor.terminal.scrollback import Scrollback
-from ptyvisor.terminal.widths import char_width
 
 
 def rows(buffer: Buffer, history: Scrollback | None, old: int, new: int, anchor: int) -> int:
@@ -47,13 +44,3 @@ def rows(buffer: Buffer, history: Scrollback | None, old: int, new: int, anchor:
     for y in range(pull - 1, -1, -1):
         buffer[y] = history.pull()
     return pull
-
-
-def cut(buffer: MutableMapping[int, ScreenLine], columns: int) -> None:
-    """Drop every cell at or right of ``columns``."""
-    for line in buffer.values():
-        for x in [x for x in line if x >= columns]:
-            del line[x]
-        last = line.get(columns - 1)
-        if last is not None and last.data and char_width(last.data[0]) == 2:
-            line[columns - 1] = last._replace(data=" ")

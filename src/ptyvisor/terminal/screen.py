@@ -17,7 +17,7 @@ import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
 
-from ptyvisor.terminal import resize
+from ptyvisor.terminal import grid, resize
 from ptyvisor.terminal.charsets import Charsets
 from ptyvisor.terminal.modes import InputModes
 from ptyvisor.terminal.rows import Buffer, Pens, ScreenLine, new_buffer
@@ -138,7 +138,7 @@ class Screen(pyte.Screen):
             self.last_graphic = data[-1]
             line = self.buffer[cursor.y]
             if line:
-                self._split_wide(line, x, end)
+                grid.split_wide(line, x, end)
             drawn = map(self.pens.cells(cursor.attrs).__getitem__, data)
             line.update(zip(range(x, end), drawn, strict=True))
             cursor.x = end if end < self.columns or DECAWM in self.mode else end - 1
@@ -155,7 +155,7 @@ class Screen(pyte.Screen):
             if x >= cols:  # only with autowrap: without, the cursor stops at cols - 1
                 if not autowrap:  # everything left lands on the last column
                     line = self.buffer[cursor.y]
-                    self._split_wide(line, cols - 1, cols)
+                    grid.split_wide(line, cols - 1, cols)
                     line[cols - 1] = get_cell(data[-1])
                     cursor.x = cols - 1
                     return
@@ -164,7 +164,7 @@ class Screen(pyte.Screen):
                 x = 0
             line = self.buffer[cursor.y]
             end = min(cols, x + count - i)
-            self._split_wide(line, x, end)
+            grid.split_wide(line, x, end)
             line.update(zip(range(x, end), map(get_cell, data[i : i + end - x]), strict=True))
             i += end - x
             cursor.x = end if autowrap or end < cols else cols - 1
@@ -195,22 +195,12 @@ class Screen(pyte.Screen):
             if insert:
                 self.insert_characters(width)
             line = self.buffer[cursor.y]
-            self._split_wide(line, x, x + width)
+            grid.split_wide(line, x, x + width)
             line[x] = cells[char]
             if width == 2:
                 line[x + 1] = cells[""]
             cursor.x = x + width if autowrap or x + width < cols else cols - 1
             self.last_graphic = char
-
-    @staticmethod
-    def _split_wide(line: ScreenLine, start: int, end: int) -> None:
-        """Before overwriting [start, end): blank wide characters cut in half."""
-        cell = line.get(start)
-        if cell is not None and cell.data == "" and start > 0:
-            line[start - 1] = line[start - 1]._replace(data=" ")
-        cell = line.get(end)
-        if cell is not None and cell.data == "":
-            line[end] = cell._replace(data=" ")
 
     def _attach(self, char: str) -> None:
         """Append a zero-width character (combining, ZWJ, VS16) to the previous cell."""
@@ -256,20 +246,6 @@ class Screen(pyte.Screen):
             return 0, self.lines - 1
         return int(self.margins.top), int(self.margins.bottom)
 
-    def _move_rows(self, top: int, bottom: int, count: int) -> None:
-        """Move rows ``top``..``bottom`` down by ``count`` (up when negative); rows
-        that would come from outside that range are blank. Scrolling a partial region,
-        inserting and deleting lines are all this."""
-        buffer = self.buffer
-        rows = range(bottom, top - 1, -1) if count > 0 else range(top, bottom + 1)
-        for y in rows:
-            source = y - count
-            line = buffer.pop(source, None) if top <= source <= bottom else None
-            if line is None:
-                buffer.pop(y, None)
-            else:
-                buffer[y] = line
-
     def index(self) -> None:
         """IND/LF: scroll the region at its bottom, capturing main-screen scrollback."""
         cursor = self.cursor
@@ -288,7 +264,7 @@ class Screen(pyte.Screen):
             # Renumbering in one comprehension beats moving rows one by one.
             self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
             return
-        self._move_rows(top, bottom, -1)
+        grid.move_rows(self.buffer, top, bottom, -1)
 
     def reverse_index(self) -> None:
         """RI: scroll the region down at its top."""
@@ -300,7 +276,7 @@ class Screen(pyte.Screen):
             if cursor.y > 0:
                 cursor.y -= 1
             return
-        self._move_rows(top, bottom, 1)
+        grid.move_rows(self.buffer, top, bottom, 1)
 
     def scroll_up(self, count: int = 0) -> None:
         """SU: like that many line feeds at the bottom margin (so the main screen's
@@ -333,7 +309,7 @@ class Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        self._move_rows(y0, bottom, min(count or 1, bottom - y0 + 1))
+        grid.move_rows(self.buffer, y0, bottom, min(count or 1, bottom - y0 + 1))
         self.cursor.x = 0
 
     def delete_lines(self, count: int | None = None) -> None:
@@ -341,64 +317,32 @@ class Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        self._move_rows(y0, bottom, -min(count or 1, bottom - y0 + 1))
+        grid.move_rows(self.buffer, y0, bottom, -min(count or 1, bottom - y0 + 1))
         self.cursor.x = 0
 
     # -- erasing -------------------------------------------------------------
 
-    def _erase(self, line: ScreenLine, start: int, end: int) -> None:
-        if start >= end:
-            return
-        self._split_wide(line, start, end)
-        blank = self._blank()
-        if blank is BLANK:
-            for x in [x for x in line if start <= x < end]:
-                del line[x]
-        else:
-            line.update(dict.fromkeys(range(start, end), blank))
-
     def insert_characters(self, count: int | None = None) -> None:
         """ICH, keeping wide characters whole or blanking them."""
-        cols = self.columns
-        x = min(self.cursor.x, cols - 1)
-        count = min(count or 1, cols - x)
+        x = min(self.cursor.x, self.columns - 1)
         line = self.buffer[self.cursor.y]
-        self._split_wide(line, x, x)
-        moved = {k + count: c for k, c in line.items() if x <= k < cols - count}
-        for k in [k for k in line if k >= x]:
-            del line[k]
-        line.update(moved)
-        blank = self._blank()
-        if blank is not BLANK:
-            line.update(dict.fromkeys(range(x, x + count), blank))
-        last = line.get(cols - 1)
-        if last is not None and last.data and _width(last.data[0]) == 2:
-            line[cols - 1] = last._replace(data=" ")
+        grid.insert_cells(line, self._blank(), x, min(count or 1, self.columns - x), self.columns)
 
     def delete_characters(self, count: int | None = None) -> None:
         """DCH, keeping wide characters whole or blanking them."""
-        cols = self.columns
-        x = min(self.cursor.x, cols - 1)
-        count = min(count or 1, cols - x)
+        x = min(self.cursor.x, self.columns - 1)
         line = self.buffer[self.cursor.y]
-        self._split_wide(line, x, x + count)
-        moved = {k - count: c for k, c in line.items() if k >= x + count}
-        for k in [k for k in line if k >= x]:
-            del line[k]
-        line.update(moved)
-        blank = self._blank()
-        if blank is not BLANK:
-            line.update(dict.fromkeys(range(cols - count, cols), blank))
+        grid.delete_cells(line, self._blank(), x, min(count or 1, self.columns - x), self.columns)
 
     def erase_in_line(self, how: int = 0, private: bool = False) -> None:
         x = min(self.cursor.x, self.columns - 1)
         line = self.buffer[self.cursor.y]
         if how == 0:
-            self._erase(line, x, self.columns)
+            grid.erase(line, self._blank(), x, self.columns)
         elif how == 1:
-            self._erase(line, 0, x + 1)
+            grid.erase(line, self._blank(), 0, x + 1)
         elif how == 2:
-            self._erase(line, 0, self.columns)
+            grid.erase(line, self._blank(), 0, self.columns)
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
         """ED; 3 clears the scrollback only, as in xterm."""
@@ -424,7 +368,9 @@ class Screen(pyte.Screen):
 
     def erase_characters(self, count: int | None = None) -> None:
         x = min(self.cursor.x, self.columns - 1)
-        self._erase(self.buffer[self.cursor.y], x, min(self.columns, x + (count or 1)))
+        grid.erase(
+            self.buffer[self.cursor.y], self._blank(), x, min(self.columns, x + (count or 1))
+        )
 
     # -- cursor --------------------------------------------------------------
 
@@ -623,7 +569,8 @@ class Screen(pyte.Screen):
                 self._shift_saved(0, shift)
         if columns < old_cols:
             for buffer in (self.buffer, self.main_buffer):
-                resize.cut(buffer or {}, columns)
+                for line in (buffer or {}).values():
+                    grid.cut(line, columns)
         else:
             self.tabstops.update(x for x in range(8, columns, 8) if x >= old_cols)
         self.tabstops = {x for x in self.tabstops if x < columns}
