@@ -1,7 +1,7 @@
 """What must stay small stays small: the keeper (it owns every program, so it must be
 boring enough to trust), the hooks and ``emit`` (an agent pays their start-up on every
-tool call) load nothing outside the standard library and ptyvisor's own modules that
-keep the same promise."""
+tool call) and ``dial-stdio`` (on every command from another machine) load nothing
+outside the standard library and ptyvisor's own modules that keep the same promise."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ STDLIB_ONLY = [
     "ptyvisor.keeper.logs",
     "ptyvisor.wire.link",
     "ptyvisor.wire.control",
+    "ptyvisor.client.ssh",  # the far end of ssh://, started on every remote command
 ]
 
 

@@ -1,8 +1,9 @@
 """The ``ptyvisor`` command line.
 
 ``emit`` is dispatched before anything else is imported: agent hooks call it on every
-tool use, so it must start in a few tens of milliseconds (stdlib only). So is
-``serve``: it runs the keeper (keeper.py), which stays small.
+tool use, so it must start in a few tens of milliseconds (stdlib only). So are
+``serve`` (it runs the keeper, keeper.py, which stays small) and ``dial-stdio`` (the
+far end of every command given ``ssh://``, client/ssh.py).
 
 Everything else is in this package's modules, imported only when needed:
 `grammar` (the parser), `commands` (running a subcommand), `formatting` (what
@@ -20,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
         from ptyvisor.agents.emit import main as emit_main
 
         return emit_main(args[1:])
+    if args[:1] == ["dial-stdio"]:
+        # The far end of ssh://: started on every command run from elsewhere.
+        from ptyvisor.client.ssh import dial_stdio
+
+        return dial_stdio(args[1:])
     if args[:1] == ["serve"]:
         # The keeper: it must stay small (stdlib only), so nothing else is imported.
         from ptyvisor.keeper.keeper import main as serve_main

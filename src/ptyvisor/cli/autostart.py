@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 from urllib.parse import urlsplit
 
 from ptyvisor.cli.formatting import complain
 from ptyvisor.client.scripting import server_url
 from ptyvisor.config import default_state_dir
 from ptyvisor.keeper import background
-from ptyvisor.keeper.keeper import lock_holder
-from ptyvisor.keeper.options import is_loopback
 
 OFF = "PTYVISOR_NO_AUTOSTART"
 """Set (to anything but ``0`` or empty) to never start a server."""
@@ -36,18 +33,12 @@ def ensure_server(options: argparse.Namespace) -> None:
     url = server_url(options.url)
     parts = urlsplit(url)
     host, port = parts.hostname, parts.port
-    if parts.scheme != "ws" or host is None or port is None or not is_loopback(host):
-        return
-    if _listening(host, port):
+    if parts.scheme != "ws" or host is None or port is None:
         return
     state_dir = options.state_dir or default_state_dir()
-    if lock_holder(state_dir) is not None:
-        return  # serving elsewhere: the connection's error says where it looked
-    env = dict(os.environ)
-    if options.token:  # the server must take the token this command brings
-        env["PTYVISOR_TOKEN"] = options.token
-    args = ["--host", host, "--port", str(port), "--state-dir", str(state_dir)]
-    started = background.start(args, state_dir, env=env)
+    started = background.serve_if_missing(host, port, state_dir, token=options.token)
+    if started is None:
+        return
     if isinstance(started, str):
         complain(f"ptyvisor: no server at {url}, and starting one failed:\n{started}")
         return
@@ -55,15 +46,3 @@ def ensure_server(options: argparse.Namespace) -> None:
         f"ptyvisor: started a server on {url} in the background (pid {started.pid}, "
         f"log {started.log}; `ptyvisor stop` ends it)"
     )
-
-
-def _listening(host: str, port: int) -> bool:
-    """Whether something accepts connections there (anything but a refusal counts:
-    the command's own connection then says what is wrong)."""
-    try:
-        with socket.create_connection((host, port), timeout=PROBE_SECONDS):
-            return True
-    except ConnectionRefusedError:
-        return False
-    except OSError:
-        return True

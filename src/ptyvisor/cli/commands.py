@@ -46,6 +46,8 @@ from ptyvisor.wire.refs import resolve
 
 def run_command(args: list[str]) -> int:
     options = build_parser().parse_args(args)
+    if options.global_url is not None and getattr(options, "url", None) is None:
+        options.url = options.global_url  # ptyvisor -H URL COMMAND, as docker -H
     command: str = options.command
     if command == "serve":  # normally dispatched before this is imported (`ptyvisor.cli`)
         from ptyvisor.keeper.keeper import main as serve_main
@@ -225,8 +227,11 @@ SESSION_ARGUMENT = frozenset(
 
 
 async def _client_command(options: argparse.Namespace) -> int:
-    token = options.token or read_token(options.state_dir)
-    async with Client.connect(server_url(options), token) as client:
+    url = server_url(options)
+    token = scripting.client_token(url, options.token, options.state_dir)
+    async with Client.connect(url, token, autostart=autostart.wanted(options)) as client:
+        if client.started_remote is not None:
+            complain(f"ptyvisor: {url}: {client.started_remote}")
         if options.command in SESSION_ARGUMENT or getattr(options, "session", None):
             listed = await client.list(all=options.command == "resume")
             try:

@@ -21,7 +21,18 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def client_options(p: argparse.ArgumentParser, *, autostart: bool = True) -> None:
+    """The options of every command that talks to a server; ``autostart``: the
+    command may start one (and may reach one on another machine)."""
     if autostart:
+        p.add_argument(
+            "-H",
+            "--host",
+            dest="url",
+            default=None,
+            metavar="ssh://[USER@]HOST[:PORT]",
+            help="the server on another machine, through your own ssh (its config, keys "
+            "and agent apply); ptyvisor must be installed there (see the README)",
+        )
         p.add_argument(
             "--no-autostart",
             action="store_true",
@@ -484,6 +495,14 @@ def _completion_emit_schema(sub: Commands) -> None:
     completer.add_argument("shell", choices=["bash", "zsh"], help="the shell")
 
     sub.add_parser(
+        "dial-stdio",
+        help="bridge standard input and output to this machine's server (the far end of -H ssh://)",
+        description="Write one line with this machine's server token, then copy "
+        "standard input to the server and its answers to standard output; with "
+        "--no-autostart, do not start a server when none answers. What `ssh HOST "
+        "ptyvisor dial-stdio` runs for a client given -H ssh://HOST.",
+    )
+    sub.add_parser(
         "emit",
         help="write an activity frame (used by agent extensions)",
         description="Write an authenticated activity frame to this session's terminal "
@@ -543,6 +562,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ptyvisor", description="Supervisor for coding-agent terminals."
     )
     parser.add_argument("-V", "--version", action="version", version=f"ptyvisor {__version__}")
+    parser.add_argument(
+        "-H",
+        "--host",
+        dest="global_url",
+        default=None,
+        metavar="ssh://[USER@]HOST[:PORT]",
+        help="the server on another machine for the command that follows (as docker -H)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:
         add(sub)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import itertools
 import json
 import math
@@ -30,6 +31,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from ptyvisor.client.ssh import Channel, is_ssh, open_channel
 from ptyvisor.errors import Disconnected, ServerError
 from ptyvisor.wire.jsontext import is_text
 from ptyvisor.wire.protocol import (
@@ -100,9 +102,16 @@ Event = Output | ConnectionLost | ServerMessage
 
 
 class Client:
-    def __init__(self, url: str, token: str | None) -> None:
+    def __init__(self, url: str, token: str | None, *, autostart: bool = True) -> None:
+        """``url``: ``ws://``, ``wss://`` or ``ssh://[user@]host[:port]`` (`ssh`: the
+        remote server's token is used unless ``token`` is given); ``autostart``:
+        whether a remote end with no server may start one."""
         self.url = url
         self._token = token
+        self._autostart = autostart
+        self._channel: Channel | None = None
+        self.started_remote: str | None = None
+        """What the far end of an ``ssh://`` connection started for it (a server)."""
         self._ws: ClientConnection | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, MemoryObjectSendStream[ServerMessage]] = {}
@@ -123,8 +132,10 @@ class Client:
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, url: str, token: str | None) -> AsyncIterator[Self]:
-        client = cls(url, token)
+    async def connect(
+        cls, url: str, token: str | None, *, autostart: bool = True
+    ) -> AsyncIterator[Self]:
+        client = cls(url, token, autostart=autostart)
         async with anyio.create_task_group() as tg:
             client._tg = tg
             try:  # a refused connection releases its event stream too
@@ -135,9 +146,18 @@ class Client:
                 tg.cancel_scope.cancel()
 
     async def _open(self) -> None:
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        token, url, sock = self._token, self.url, None
+        if is_ssh(self.url):
+            await self._close_channel()
+            opening = functools.partial(open_channel, self.url, autostart=self._autostart)
+            self._channel = await anyio.to_thread.run_sync(opening)
+            token = token or self._channel.token
+            self.started_remote = self._channel.started
+            url, sock = "ws://localhost/", self._channel.sock
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._ws = await connect(
-            self.url,
+            url,
+            sock=sock,
             additional_headers=headers,
             max_size=None,
             compression=None,
@@ -156,9 +176,17 @@ class Client:
         self._closing = True
         self._events_in.close()
         self._events_out.close()
-        if self._ws is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await self._ws.close()
+        with anyio.CancelScope(shield=True):
+            if self._ws is not None:
+                with anyio.move_on_after(5):
+                    await self._ws.close()
+            await self._close_channel()
+
+    async def _close_channel(self) -> None:
+        """End the ``ssh`` of the last connection, if it went through one."""
+        if self._channel is not None:
+            channel, self._channel = self._channel, None
+            await anyio.to_thread.run_sync(channel.close)
 
     async def reconnect(self, *, resume: bool = True, scrollback: bool = True) -> Attached | None:
         """Open a new connection and, if a session was attached, resume from our seq

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ptyvisor.agents.activity import ActivityPhase
 from ptyvisor.agents.interaction import Interaction
 from ptyvisor.client.client import Behavior, Client, ConnectionLost, Output
+from ptyvisor.client.ssh import is_ssh
 from ptyvisor.client.waiting import Condition, wait
 from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, read_token
 from ptyvisor.errors import BadReference, Disconnected, SessionVanished, WaitTimeout
@@ -59,13 +60,22 @@ def server_url(url: str | None = None) -> str:
     return chosen
 
 
+def client_token(url: str, token: str | None, state_dir: Path | None = None) -> str | None:
+    """The token to offer ``url``: ``token`` if given; for a server on this machine,
+    else the stored one; for one reached through ``ssh://``, the one its far end reads
+    there (None here), so this machine's token never leaves it."""
+    if token or is_ssh(url):
+        return token
+    return read_token(state_dir)
+
+
 @asynccontextmanager
 async def connect(
     url: str | None = None, token: str | None = None, *, state_dir: Path | None = None
 ) -> AsyncIterator[Remote]:
     """Connect to a server the way the CLI does; see the module's docstring."""
     address = server_url(url)
-    secret = token or read_token(state_dir)
+    secret = client_token(address, token, state_dir)
     async with Client.connect(address, secret) as client:
         yield Remote(client, address, secret)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -23,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptyvisor.keeper.logs import LOG_FILE, open_log
+from ptyvisor.keeper.options import is_loopback
 
 START_SECONDS = 60.0
 """How long a background serve may take to serve (it adopts nothing: it is new)."""
 TAIL_BYTES = 2000
 """How much of the log a failure to start shows."""
+PROBE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -114,3 +117,34 @@ def announce(fd: int | None, lines: list[str]) -> None:
         pass  # whoever started us gave up waiting: nothing to tell
     finally:
         os.close(fd)
+
+
+def serve_if_missing(
+    host: str, port: int, state_dir: Path, *, token: str | None = None
+) -> Started | str | None:
+    """Start a background serve on ``host:port`` and ``state_dir`` when nothing
+    listens there, the address is this machine's (loopback) and no serve holds the
+    state directory: what `start` says, or None when none was started. ``token``:
+    one the server must take (the client brings it)."""
+    from ptyvisor.keeper.keeper import lock_holder  # the keeper imports this module
+
+    if not is_loopback(host) or _listening(host, port) or lock_holder(state_dir) is not None:
+        return None
+    env = dict(os.environ)
+    if token:
+        env["PTYVISOR_TOKEN"] = token
+    return start(
+        ["--host", host, "--port", str(port), "--state-dir", str(state_dir)], state_dir, env=env
+    )
+
+
+def _listening(host: str, port: int) -> bool:
+    """Whether something accepts connections there (anything but a refusal counts:
+    the client's own connection then says what is wrong)."""
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_SECONDS):
+            return True
+    except ConnectionRefusedError:
+        return False
+    except OSError:
+        return True
