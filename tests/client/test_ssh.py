@@ -1,0 +1,312 @@
+"""Servers on other machines through a real OpenSSH server (Debian's openssh-server,
+which .ci/run installs): started here on a free loopback port, with its own host key
+and an authorized key in a temporary directory, and the client's own ``ssh`` told
+about it with ``PTYVISOR_SSH="ssh -F CONFIG"``.
+
+Two host names reach it, by port: ``far`` leads to a server this module starts (the
+remote machine's), ``fresh`` to a state directory where none runs, so the first
+command there starts one. sshd gives each login a HOME, PATH and ``PTYVISOR_*`` of
+its own (``SetEnv``), as another machine would have.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ptyvisor.client.client import Client, Output
+from ptyvisor.client.ssh import Target, parse_target, ssh_argv
+
+from ..cli.test_commands import (
+    PTYVISOR,
+    ServerProcess,
+    Setup,
+    clean_env,
+    held_hook,
+    hook_result,
+    run_cli,
+    start_server,
+    wait_screen,
+)
+from ..conftest import wait_for
+from ..server.test_control import BASH
+
+SSHD = "/usr/sbin/sshd"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Sshd:
+    """The OpenSSH server, and what a client on this machine needs to reach it."""
+
+    proc: subprocess.Popen[bytes]
+    config: Path
+    far_state: Path
+    fresh_state: Path
+    fresh_url: str
+
+    @property
+    def env(self) -> dict[str, str]:
+        """A client's environment: no token of the far machine, and a wrong local one
+        (which must never be what is offered there)."""
+        home = self.config.parent / "local-home"
+        env = clean_env(home, home / "state")
+        env.update(PTYVISOR_SSH=f"ssh -F {self.config}", PTYVISOR_TOKEN="this-machine-only")
+        return env
+
+
+def start_sshd(base: Path, far: ServerProcess) -> Sshd:
+    assert Path(SSHD).is_file(), "sshd is not installed (see .ci/run: openssh-server)"
+    keys = base / "keys"
+    keys.mkdir()
+    for name in ("host", "user"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True
+        )
+    (keys / "authorized_keys").write_text((keys / "user.pub").read_text())
+    (keys / "authorized_keys").chmod(0o600)
+    Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation wants it
+    far_port, fresh_port = free_port(), free_port()
+    fresh_state, fresh_url = base / "fresh-state", f"ws://127.0.0.1:{free_port()}/"
+    bin_dir = Path(sys.executable).parent
+    common = f"PATH={bin_dir}:/usr/bin:/bin"
+    sshd_config = base / "sshd_config"
+    sshd_config.write_text(
+        f"Port {far_port}\nPort {fresh_port}\nListenAddress 127.0.0.1\n"
+        f"HostKey {keys / 'host'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
+        f"PidFile {base / 'sshd.pid'}\nUsePAM no\nStrictModes no\nPermitRootLogin yes\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nLogLevel ERROR\n"
+        f"Match LocalPort {far_port}\n  SetEnv HOME={base / 'far-home'} {common} "
+        f"PTYVISOR_STATE_DIR={far.state_dir} PTYVISOR_URL={far.url}\n"
+        f"Match LocalPort {fresh_port}\n  SetEnv HOME={base / 'fresh-home'} {common} "
+        f"PTYVISOR_STATE_DIR={fresh_state} PTYVISOR_URL={fresh_url}\n"
+    )
+    (base / "far-home").mkdir()
+    (base / "fresh-home").mkdir()
+    host_key = (keys / "host.pub").read_text().strip()
+    known = "".join(f"[127.0.0.1]:{port} {host_key}\n" for port in (far_port, fresh_port))
+    (base / "known_hosts").write_text(known)
+    config = base / "ssh_config"
+    config.write_text(
+        "".join(
+            f"Host {name}\n  HostName 127.0.0.1\n  Port {port}\n  IdentityFile {keys / 'user'}\n"
+            f"  IdentitiesOnly yes\n  UserKnownHostsFile {base / 'known_hosts'}\n"
+            "  StrictHostKeyChecking yes\n  BatchMode yes\n  LogLevel ERROR\n"
+            for name, port in (("far", far_port), ("fresh", fresh_port))
+        )
+    )
+    with (base / "sshd.log").open("wb") as log:
+        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd_config)], stderr=log, stdout=log)
+    sshd = Sshd(proc, config, far.state_dir, fresh_state, fresh_url)
+
+    def answers() -> bool:
+        probe = subprocess.run(
+            ["ssh", "-F", str(config), "far", "true"], capture_output=True, timeout=30, check=False
+        )
+        assert proc.poll() is None, (base / "sshd.log").read_text()
+        return probe.returncode == 0
+
+    wait_for(answers, "sshd")
+    return sshd
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    base = tmp_path_factory.mktemp("ssh")
+    far_env = clean_env(base / "far-server-home", base / "far-state")
+    far = start_server(base, far_env)  # its token in its state directory, as usual
+    try:
+        server = start_sshd(base, far)
+    except BaseException:
+        far.stop()
+        raise
+    try:
+        yield server
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=10)
+        subprocess.run(
+            [PTYVISOR, "stop", "--state-dir", str(server.fresh_state)],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert far.stop() == 0
+
+
+class Far(Setup):
+    """`Setup`'s helpers, every one through ``ssh://far``."""
+
+    ssh_env: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return "ssh://far"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.ssh_env
+
+    def client_call(self, call: Callable[[Client], Any]) -> Any:
+        async def go() -> Any:
+            async with Client.connect(self.url, None) as client:
+                return await call(client)
+
+        return anyio.run(go)
+
+
+@pytest.fixture
+def far(sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Far]:
+    """The far machine, for the CLI and for this process's own clients."""
+    monkeypatch.setenv("PTYVISOR_SSH", sshd.env["PTYVISOR_SSH"])
+    setup = Far(server=None, token="", workdir=tmp_path)  # type: ignore[arg-type]
+    setup.ssh_env = sshd.env
+    yield setup
+    for cleanup in reversed(setup.cleanups):
+        cleanup()
+
+
+# ---------------------------------------------------------------------- the tests
+
+
+def test_the_cli_works_there_as_here(far: Far) -> None:
+    """``run -d``, ``ls``, ``send-keys``, ``wait`` and ``capture`` on the far machine;
+    ``-H`` before the command as docker has it, or after it."""
+    started = run_cli("-H", "ssh://far", "run", "-d", "--name", "over-there", "--",
+                      "sh", "-c", "echo far away; exec cat", env=far.env, timeout=60)  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    far.cleanups.append(lambda: far.close_quietly(session))
+    listed = json.loads(far.cli("ls", "--json", timeout=60).stdout)
+    assert [s["name"] for s in listed if s["id"] == session] == ["over-there"]
+    wait_screen(far, session, "far away")
+    typed = run_cli("send-keys", session, "-H", "ssh://far", "typed there", "Enter",
+                    env=far.env, timeout=60)  # fmt: skip
+    assert typed.returncode == 0, typed.stderr
+    waited = far.cli("wait", session, "--text", "^typed there$", "--timeout", "60", timeout=90)
+    assert waited.returncode == 0, waited.stderr
+    assert "typed there" in far.cli("capture", session, timeout=60).stdout
+
+
+def test_an_answer_goes_through_to_the_hook_there(far: Far) -> None:
+    session, row = held_hook(far, BASH)
+    ident = row.split(" req-", 1)[1].split()[0]
+    answered = far.cli("answer", "req-" + ident, "--session", session, "--allow", timeout=60)
+    assert (answered.returncode, answered.stdout) == (0, "answered\n"), answered
+    output = json.loads(hook_result(far)["stdout"])
+    assert output["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+def test_attach_replays_exactly_across_a_lost_channel(far: Far) -> None:
+    """The Python client over ssh: attached from the start, the channel killed midway
+    (the ssh process, as a network would drop it), and resumed: every line once."""
+    session = far.spawn(
+        ["sh", "-c", "i=0; while [ $i -lt 400 ]; do i=$((i+1)); echo line-$i; sleep 0.005; done"]
+    )
+
+    async def follow() -> bytes:
+        async with Client.connect("ssh://far", None) as client:
+            received = bytearray()
+            events = client.events()
+            await client.attach(session, since=0)
+            async for event in events:
+                if isinstance(event, Output):
+                    received += event.data
+                if b"line-100\r\n" in received:
+                    break
+            assert client._channel is not None
+            client._channel.process.kill()  # the channel drops under the client
+            await client.reconnect(resume=True)
+            async for event in events:
+                if isinstance(event, Output):
+                    received += event.data
+                if b"line-400\r\n" in received:
+                    return bytes(received)
+        raise AssertionError("the stream ended early")
+
+    received = anyio.run(follow)
+    assert received.split(b"\r\n")[:400] == [b"line-%d" % n for n in range(1, 401)]
+
+
+def test_a_command_there_starts_a_server_when_none_answers(sshd: Sshd) -> None:
+    env = sshd.env
+    refused = run_cli("ls", "-H", "ssh://fresh", "--no-autostart", env=env, timeout=60)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("ptyvisor: cannot reach the server: ssh://fresh: no server")
+    first = run_cli("-H", "ssh://fresh", "ls", env=env, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert f"ssh://fresh: started a server on {sshd.fresh_url}" in first.stderr
+    assert (sshd.fresh_state / "serve.lock").is_file()
+    again = run_cli("-H", "ssh://fresh", "ls", env=env, timeout=60)
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+
+
+def test_a_host_that_is_down_or_lacks_ptyvisor_is_one_line(sshd: Sshd, tmp_path: Path) -> None:
+    env = sshd.env
+    down = run_cli("-H", f"ssh://127.0.0.1:{free_port()}", "ls", env=env, timeout=60)
+    assert down.returncode == 1 and len(down.stderr.splitlines()) == 1, down.stderr
+    assert "cannot reach the server: ssh://127.0.0.1:" in down.stderr
+    lacking = {**env, "PTYVISOR_REMOTE_COMMAND": "no-such-ptyvisor"}
+    missing = run_cli("-H", "ssh://far", "ls", env=lacking, timeout=60)
+    assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1, missing.stderr
+    assert "no-such-ptyvisor" in missing.stderr and "not found" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ssh://-oProxyCommand=x", "ssh://-l@host", "ssh://host/path", "ssh://u:pw@host",
+     "ssh://host?x=1", "ssh://ho st", "ssh://host:99999", "ssh://"],
+)  # fmt: skip
+def test_a_host_or_user_never_reads_as_an_option(url: str) -> None:
+    with pytest.raises(ValueError):
+        parse_target(url)
+
+
+def test_what_ssh_is_asked() -> None:
+    assert parse_target("ssh://me@example.org:2222") == Target("example.org", "me", 2222)
+    assert parse_target("ssh://[::1]") == Target("::1")
+    argv = ssh_argv(Target("example.org", "me", 2222), autostart=False)
+    assert argv[-3:] == ["--", "example.org", "ptyvisor dial-stdio --no-autostart"]
+    assert argv[:4] == ["ssh", "-T", "-e", "none"] and argv[6:8] == ["-l", "me"]
+
+
+def test_dial_stdio_alone_bridges_to_the_server(sshd: Sshd) -> None:
+    """What runs at the far end, run directly: its greeting carries the token of its
+    own machine, then the server's bytes follow."""
+    env = {**sshd.env, "PTYVISOR_STATE_DIR": str(sshd.far_state)}
+    env.pop("PTYVISOR_TOKEN")
+    with subprocess.Popen(
+        [PTYVISOR, "dial-stdio", "--no-autostart"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**env, "PTYVISOR_URL": _far_url(sshd)},
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        greeting = json.loads(proc.stdout.readline())
+        token = (sshd.far_state / "token").read_text().strip()
+        assert greeting["dial_stdio"] == 1 and greeting["token"] == token
+        proc.stdin.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith(b"HTTP/1.1 ")  # the server's own answer
+        proc.stdin.close()  # our end: the server then ends, and so does dial-stdio
+        assert proc.wait(timeout=30) == 0
+
+
+def _far_url(sshd: Sshd) -> str:
+    config = (sshd.config.parent / "sshd_config").read_text()
+    return config.split("PTYVISOR_URL=", 1)[1].split()[0]
