@@ -12,7 +12,6 @@ its own (``SetEnv``), as another machine would have.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -28,7 +27,6 @@ from ptyvisor.client.ssh import Target, parse_target, ssh_argv
 
 from ..cli.test_commands import (
     PTYVISOR,
-    ServerProcess,
     Setup,
     clean_env,
     held_hook,
@@ -37,26 +35,17 @@ from ..cli.test_commands import (
     start_server,
     wait_screen,
 )
-from ..conftest import wait_for
 from ..server.test_control import BASH
-
-SSHD = "/usr/sbin/sshd"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+from ..sshd import free_port, local_sshd
 
 
 @dataclass
 class Sshd:
     """The OpenSSH server, and what a client on this machine needs to reach it."""
 
-    proc: subprocess.Popen[bytes]
     config: Path
     far_state: Path
+    far_url: str
     fresh_state: Path
     fresh_url: str
 
@@ -70,78 +59,22 @@ class Sshd:
         return env
 
 
-def start_sshd(base: Path, far: ServerProcess) -> Sshd:
-    assert Path(SSHD).is_file(), "sshd is not installed (see .ci/run: openssh-server)"
-    keys = base / "keys"
-    keys.mkdir()
-    for name in ("host", "user"):
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True
-        )
-    (keys / "authorized_keys").write_text((keys / "user.pub").read_text())
-    (keys / "authorized_keys").chmod(0o600)
-    Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation wants it
-    far_port, fresh_port = free_port(), free_port()
-    fresh_state, fresh_url = base / "fresh-state", f"ws://127.0.0.1:{free_port()}/"
-    bin_dir = Path(sys.executable).parent
-    common = f"PATH={bin_dir}:/usr/bin:/bin"
-    sshd_config = base / "sshd_config"
-    sshd_config.write_text(
-        f"Port {far_port}\nPort {fresh_port}\nListenAddress 127.0.0.1\n"
-        f"HostKey {keys / 'host'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
-        f"PidFile {base / 'sshd.pid'}\nUsePAM no\nStrictModes no\nPermitRootLogin yes\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nLogLevel ERROR\n"
-        f"Match LocalPort {far_port}\n  SetEnv HOME={base / 'far-home'} {common} "
-        f"PTYVISOR_STATE_DIR={far.state_dir} PTYVISOR_URL={far.url}\n"
-        f"Match LocalPort {fresh_port}\n  SetEnv HOME={base / 'fresh-home'} {common} "
-        f"PTYVISOR_STATE_DIR={fresh_state} PTYVISOR_URL={fresh_url}\n"
-    )
-    (base / "far-home").mkdir()
-    (base / "fresh-home").mkdir()
-    host_key = (keys / "host.pub").read_text().strip()
-    known = "".join(f"[127.0.0.1]:{port} {host_key}\n" for port in (far_port, fresh_port))
-    (base / "known_hosts").write_text(known)
-    config = base / "ssh_config"
-    config.write_text(
-        "".join(
-            f"Host {name}\n  HostName 127.0.0.1\n  Port {port}\n  IdentityFile {keys / 'user'}\n"
-            f"  IdentitiesOnly yes\n  UserKnownHostsFile {base / 'known_hosts'}\n"
-            "  StrictHostKeyChecking yes\n  BatchMode yes\n  LogLevel ERROR\n"
-            for name, port in (("far", far_port), ("fresh", fresh_port))
-        )
-    )
-    with (base / "sshd.log").open("wb") as log:
-        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd_config)], stderr=log, stdout=log)
-    sshd = Sshd(proc, config, far.state_dir, fresh_state, fresh_url)
-
-    def answers() -> bool:
-        probe = subprocess.run(
-            ["ssh", "-F", str(config), "far", "true"], capture_output=True, timeout=30, check=False
-        )
-        assert proc.poll() is None, (base / "sshd.log").read_text()
-        return probe.returncode == 0
-
-    wait_for(answers, "sshd")
-    return sshd
-
-
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     base = tmp_path_factory.mktemp("ssh")
-    far_env = clean_env(base / "far-server-home", base / "far-state")
-    far = start_server(base, far_env)  # its token in its state directory, as usual
+    far = start_server(base, clean_env(base / "far-server-home", base / "far-state"))
+    fresh_state, fresh_url = base / "fresh-state", f"ws://127.0.0.1:{free_port()}/"
+    path = f"{Path(sys.executable).parent}:/usr/bin:/bin"
+    hosts = {
+        "far": {"PATH": path, "PTYVISOR_STATE_DIR": str(far.state_dir), "PTYVISOR_URL": far.url},
+        "fresh": {"PATH": path, "PTYVISOR_STATE_DIR": str(fresh_state), "PTYVISOR_URL": fresh_url},
+    }
     try:
-        server = start_sshd(base, far)
-    except BaseException:
-        far.stop()
-        raise
-    try:
-        yield server
+        with local_sshd(base, hosts) as config:
+            yield Sshd(config, far.state_dir, far.url, fresh_state, fresh_url)
     finally:
-        server.proc.terminate()
-        server.proc.wait(timeout=10)
         subprocess.run(
-            [PTYVISOR, "stop", "--state-dir", str(server.fresh_state)],
+            [PTYVISOR, "stop", "--state-dir", str(fresh_state)],
             capture_output=True,
             timeout=60,
             check=False,
@@ -294,7 +227,7 @@ def test_dial_stdio_alone_bridges_to_the_server(sshd: Sshd) -> None:
         [PTYVISOR, "dial-stdio", "--no-autostart"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env={**env, "PTYVISOR_URL": _far_url(sshd)},
+        env={**env, "PTYVISOR_URL": sshd.far_url},
     ) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         greeting = json.loads(proc.stdout.readline())
@@ -305,8 +238,3 @@ def test_dial_stdio_alone_bridges_to_the_server(sshd: Sshd) -> None:
         assert proc.stdout.readline().startswith(b"HTTP/1.1 ")  # the server's own answer
         proc.stdin.close()  # our end: the server then ends, and so does dial-stdio
         assert proc.wait(timeout=30) == 0
-
-
-def _far_url(sshd: Sshd) -> str:
-    config = (sshd.config.parent / "sshd_config").read_text()
-    return config.split("PTYVISOR_URL=", 1)[1].split()[0]
