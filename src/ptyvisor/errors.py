@@ -30,8 +30,12 @@
         ├── Disconnected          the connection to the server is gone
         ├── SessionVanished       the session went away while it was waited for
         ├── SessionGone           the session an attached terminal showed is gone
-        └── WaitTimeout           a wait's condition did not hold in time (also a
-                                  TimeoutError)
+        ├── WaitTimeout           a wait's condition did not hold in time (also a
+        │                         TimeoutError)
+        ├── HostUnreachable       ssh:// could not reach ptyvisor there (also a
+        │                         ConnectionError): what ssh or dial-stdio said
+        └── BadContext            no context of that name, or a name or URL that
+                                  cannot be one (also a ValueError)
 
 A script catches `ClientError` (or one of its kinds) from here alone. The server turns
 `Refused` and `PeerError` into wire error codes at one place (server.connection); a
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 __all__ = [
     "BadAnswer",
+    "BadContext",
     "BadControlMessage",
     "BadIdentity",
     "BadJSON",
@@ -53,6 +58,7 @@ __all__ = [
     "ClientError",
     "Disconnected",
     "Gone",
+    "HostUnreachable",
     "KeeperGone",
     "LocalError",
     "NoRecords",
@@ -240,3 +246,12 @@ class SessionGone(ClientError):
 
 class WaitTimeout(ClientError, TimeoutError):
     """`Session.wait_for` did not see its condition in time, or it can no longer hold."""
+
+
+class HostUnreachable(ClientError, ConnectionError):
+    """An ``ssh://`` server could not be reached: what ``ssh`` or the far end's
+    ``ptyvisor dial-stdio`` said (client/ssh.py)."""
+
+
+class BadContext(ClientError, ValueError):
+    """No context of that name, or a name or URL that cannot be one (client/contexts.py)."""

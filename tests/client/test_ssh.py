@@ -12,6 +12,7 @@ its own (``SetEnv``), as another machine would have.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from typing import Any
 import anyio
 import pytest
 
+import ptyvisor
 from ptyvisor.client.client import Client, Output
 from ptyvisor.client.ssh import Target, parse_target, ssh_argv
 
@@ -238,3 +240,46 @@ def test_dial_stdio_alone_bridges_to_the_server(sshd: Sshd) -> None:
         assert proc.stdout.readline().startswith(b"HTTP/1.1 ")  # the server's own answer
         proc.stdin.close()  # our end: the server then ends, and so does dial-stdio
         assert proc.wait(timeout=30) == 0
+
+
+def test_contexts_name_machines_and_ls_shows_them_all(far: Far, sshd: Sshd) -> None:
+    env = far.env  # its HOME holds the contexts
+    session = far.spawn(["sh", "-c", "echo listed; exec cat"])
+    for args in (["add", "far", "ssh://far"], ["add", "down", f"ssh://127.0.0.1:{free_port()}"]):
+        added = run_cli("context", *args, env=env)
+        assert added.returncode == 0, added.stderr
+    shown = run_cli("context", "ls", env=env).stdout.splitlines()
+    assert [line.split() for line in shown] == [
+        ["NAME", "URL"], ["*", "default", "ws://127.0.0.1:7733/"], ["down", shown[2].split()[1]],
+        ["far", "ssh://far"],
+    ]  # fmt: skip
+    by_flag = run_cli("--context", "far", "ls", "--json", env=env, timeout=60)
+    assert session in by_flag.stdout, by_flag.stderr
+    assert run_cli("context", "use", "far", env=env).returncode == 0
+    in_use = run_cli("ls", "--json", env=env, timeout=60)
+    assert session in in_use.stdout, in_use.stderr
+    here = run_cli("ls", "--no-autostart", env={**env, "PTYVISOR_CONTEXT": "default"})
+    assert here.returncode == 1 and "7733" in here.stderr  # this machine's: none runs here
+
+    everywhere = run_cli("ls", "--all-contexts", env=env, timeout=90)
+    assert everywhere.returncode == 0, everywhere.stderr
+    lines = everywhere.stdout.splitlines()
+    assert lines[0].split()[:2] == ["HOST", "ID"]
+    assert any(line.split()[:2] == ["far", session] for line in lines)
+    assert any(line.startswith("default  (cannot be reached: ") for line in lines)
+    assert any(line.startswith("down  (cannot be reached: ") for line in lines)
+
+    async def by_name() -> list[str]:
+        async with ptyvisor.connect("far") as remote:
+            return [s.id for s in await remote.sessions()]
+
+    os.environ["XDG_CONFIG_HOME"] = str(Path(env["HOME"]) / ".config")
+    try:
+        assert session in anyio.run(by_name)  # the Python API takes a context's name
+    finally:
+        del os.environ["XDG_CONFIG_HOME"]
+    unknown = run_cli("--context", "nowhere", "ls", env=env)
+    assert (
+        unknown.returncode == 1
+        and unknown.stderr == "ptyvisor: no context 'nowhere' (ptyvisor context ls)\n"
+    )

@@ -30,7 +30,7 @@ def wanted(options: argparse.Namespace) -> bool:
 
 def ensure_server(options: argparse.Namespace) -> None:
     """Start a background serve if the command would find none (see the module)."""
-    url = server_url(options.url)
+    url = server_url(options.url, getattr(options, "context", None))
     parts = urlsplit(url)
     host, port = parts.hostname, parts.port
     if parts.scheme != "ws" or host is None or port is None:

@@ -17,6 +17,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ptyvisor.agents.activity import ActivityPhase
 from ptyvisor.cli import autostart, completion, service
+from ptyvisor.cli.contexts import context_command
 from ptyvisor.cli.formatting import (
     complain,
     ended_text,
@@ -28,11 +29,18 @@ from ptyvisor.cli.formatting import (
 )
 from ptyvisor.cli.grammar import build_parser
 from ptyvisor.cli.tty_attach import TerminalAttachment, parse_key
-from ptyvisor.client import scripting
+from ptyvisor.client import contexts, scripting
 from ptyvisor.client.client import Client, ConnectionLost
 from ptyvisor.client.waiting import Condition, wait
 from ptyvisor.config import default_state_dir, read_token
-from ptyvisor.errors import BadReference, Disconnected, ServerError, SessionGone, SessionVanished
+from ptyvisor.errors import (
+    BadContext,
+    BadReference,
+    Disconnected,
+    ServerError,
+    SessionGone,
+    SessionVanished,
+)
 from ptyvisor.keeper.keeper import lock_holder
 from ptyvisor.wire.protocol import (
     ActivityChanged,
@@ -48,6 +56,8 @@ def run_command(args: list[str]) -> int:
     options = build_parser().parse_args(args)
     if options.global_url is not None and getattr(options, "url", None) is None:
         options.url = options.global_url  # ptyvisor -H URL COMMAND, as docker -H
+    if options.global_context is not None and getattr(options, "context", None) is None:
+        options.context = options.global_context
     command: str = options.command
     if command == "serve":  # normally dispatched before this is imported (`ptyvisor.cli`)
         from ptyvisor.keeper.keeper import main as serve_main
@@ -73,6 +83,8 @@ def run_command(args: list[str]) -> int:
         return stop(options)
     if command == "service":
         return service.run(options)
+    if command == "context":
+        return context_command(options)
     if getattr(options, "detach_key", None) is not None:
         # Checked before anything is spawned: a bad key must not leave a session behind.
         try:
@@ -85,15 +97,20 @@ def run_command(args: list[str]) -> int:
         # Checked first: `run` would otherwise start a session it cannot attach to.
         complain(f"ptyvisor {command}: standard input is not a terminal")
         return 2
-    if autostart.wanted(options):
-        autostart.ensure_server(options)
     try:
+        if command == "ls" and options.all_contexts:
+            return anyio.run(_ls_all_contexts, options)
+        if autostart.wanted(options):
+            autostart.ensure_server(options)
         return anyio.run(_client_command, options)
     except BaseException as raised:
         # Client.connect runs a task group, so errors arrive wrapped in exception groups.
         error = _unwrap(raised)
         if isinstance(error, ServerError):
             complain(f"ptyvisor: {error.message}")
+            return 1
+        if isinstance(error, BadContext):
+            complain(f"ptyvisor: {error}")
             return 1
         if isinstance(error, InvalidStatus):
             status = error.response.status_code
@@ -204,7 +221,55 @@ async def _notify_test(client: Client) -> int:
 
 
 def server_url(options: argparse.Namespace) -> str:
-    return scripting.server_url(options.url)
+    return scripting.server_url(options.url, getattr(options, "context", None))
+
+
+CONTEXT_SECONDS = 20.0
+"""How long ``ls --all-contexts`` waits for one context before saying it is down."""
+
+
+async def _ls_all_contexts(options: argparse.Namespace) -> int:
+    """Every context's sessions, with a HOST column; one that cannot be reached is a
+    line saying so, not a failure (exit 0 unless none could be)."""
+    listed = contexts.listing()
+    found: dict[str, list[SessionSummary]] = {}
+    down: dict[str, str] = {}
+
+    async def list_one(context: contexts.Context) -> None:
+        token = scripting.client_token(context.url, None, options.state_dir)
+        try:
+            with anyio.fail_after(CONTEXT_SECONDS):
+                async with Client.connect(context.url, token, autostart=False) as client:
+                    found[context.name] = await client.list(all=options.all)
+        except TimeoutError:
+            down[context.name] = f"no answer within {CONTEXT_SECONDS:g} s"
+        except Exception as error:  # one line, whatever it is: the others still count
+            reason = _unwrap(error)
+            down[context.name] = str(reason).splitlines()[0] if str(reason) else repr(reason)
+
+    async with anyio.create_task_group() as tg:
+        for context in listed:
+            tg.start_soon(list_one, context)
+    order = [c.name for c in listed]
+    if options.json:
+        rows = [
+            {"host": name, **s.model_dump(mode="json")}
+            for name in order
+            for s in found.get(name, [])
+        ]
+        say(json.dumps(rows, indent=2))
+    else:
+        sessions = [(name, s) for name in order for s in found.get(name, [])]
+        width = _terminal_size()[0] if sys.stdout.isatty() else None
+        say(
+            format_table(
+                [s for _, s in sessions],
+                width=width,
+                hosts=[name for name, _ in sessions],
+                unreachable=[(name, down[name]) for name in order if name in down],
+            )
+        )
+    return 0 if found else 1
 
 
 SESSION_ARGUMENT = frozenset(

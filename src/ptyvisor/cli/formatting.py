@@ -16,6 +16,7 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ptyvisor.wire.protocol import (
@@ -113,8 +114,16 @@ LS_HEADER = (
 REASON_CHARS = 40
 
 
-def format_table(sessions: list[SessionSummary], *, width: int | None = None) -> str:
-    """``ls``'s table; ``width``: cut each row to it (a terminal's width)."""
+def format_table(
+    sessions: list[SessionSummary],
+    *,
+    width: int | None = None,
+    hosts: Sequence[str] | None = None,
+    unreachable: Sequence[tuple[str, str]] = (),
+) -> str:
+    """``ls``'s table; ``width``: cut each row to it (a terminal's width); ``hosts``:
+    a HOST column first, each session's (``ls --all-contexts``), then a line for each
+    of ``unreachable`` (host, why)."""
     rows: list[tuple[str, ...]] = [LS_HEADER]
     now = time.time() * 1000
     for s in sessions:
@@ -142,15 +151,28 @@ def format_table(sessions: list[SessionSummary], *, width: int | None = None) ->
             shlex.join(s.command or s.argv),
         )
         rows.append(tuple(printable(cell) for cell in row))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(LS_HEADER) - 1)]
-    lines = [
-        "".join(cell.ljust(width) + "  " for cell, width in zip(row, widths, strict=False))
-        + row[-1]
-        for row in rows
+    if hosts is not None:
+        rows = [
+            ("HOST", *rows[0]),
+            *((printable(h), *r) for h, r in zip(hosts, rows[1:], strict=True)),
+        ]
+    lines = columns(rows)
+    lines += [
+        f"{printable(host)}  (cannot be reached: {printable(why)})" for host, why in unreachable
     ]
     if width is not None:
         lines = [line if len(line) <= width else line[: max(width - 1, 0)] + "…" for line in lines]
     return "\n".join(lines)
+
+
+def columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of printable cells aligned in columns; the last column as long as it is."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "".join(cell.ljust(width) + "  " for cell, width in zip(row, widths, strict=False))
+        + row[-1]
+        for row in rows
+    ]
 
 
 def _activity_label(s: SessionSummary) -> str:

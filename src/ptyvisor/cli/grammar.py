@@ -34,6 +34,13 @@ def client_options(p: argparse.ArgumentParser, *, autostart: bool = True) -> Non
             "and agent apply); ptyvisor must be installed there (see the README)",
         )
         p.add_argument(
+            "--context",
+            default=None,
+            metavar="NAME",
+            help="the server named NAME (ptyvisor context; default: $PTYVISOR_CONTEXT, "
+            "else the one in use)",
+        )
+        p.add_argument(
             "--no-autostart",
             action="store_true",
             help="do not start a server when none answers on this machine "
@@ -188,6 +195,12 @@ def _ls(sub: Commands) -> None:
         action="store_true",
         help="also past sessions (exited, or from before a restart or reboot)",
     )
+    ls.add_argument(
+        "--all-contexts",
+        action="store_true",
+        help="every context's sessions, with a HOST column (one that cannot be reached "
+        "is a line saying so)",
+    )
 
 
 def _resume(sub: Commands) -> None:
@@ -230,6 +243,28 @@ def _restart_and_stop(sub: Commands) -> None:
         "serve to exit",
         connects=False,
     )
+
+
+def _context(sub: Commands) -> None:
+    context = sub.add_parser(
+        "context",
+        help="name servers on other machines, and choose the one commands reach",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Name a server (as docker and kubectl name their targets): every "
+        "client command then reaches the one in use, or the one --context names. "
+        "'default' is this machine's.",
+        epilog="examples:\n  ptyvisor context add build ssh://me@build-box\n"
+        "  ptyvisor context use build\n  ptyvisor --context default ls\n",
+    )
+    actions = context.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="name a server: NAME URL")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("url", metavar="URL", help="ssh://[USER@]HOST[:PORT], ws://, wss://")
+    actions.add_parser("rm", help="forget a name").add_argument("name", metavar="NAME")
+    actions.add_parser("use", help="reach this one from now on").add_argument(
+        "name", metavar="NAME"
+    )
+    actions.add_parser("ls", help="the names, their URLs, and which is in use")
 
 
 def _notify(sub: Commands) -> None:
@@ -542,6 +577,7 @@ COMMANDS = (
     _ls,
     _resume,
     _restart_and_stop,
+    _context,
     _notify,
     _service,
     _kill_close_send_unsend,
@@ -569,6 +605,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="ssh://[USER@]HOST[:PORT]",
         help="the server on another machine for the command that follows (as docker -H)",
+    )
+    parser.add_argument(
+        "--context",
+        dest="global_context",
+        default=None,
+        metavar="NAME",
+        help="the server named NAME for the command that follows (see ptyvisor context)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:

@@ -7,7 +7,9 @@
         print((await session.screen()).rows)
 
 `connect()` finds the server and token as the CLI does (arguments, then
-``$PTYVISOR_URL`` / ``$PTYVISOR_TOKEN``, then the state directory). A `Session`
+``$PTYVISOR_URL`` / ``$PTYVISOR_TOKEN``, contexts, then the state directory); its
+``url`` may be ``ssh://[user@]host`` (`ptyvisor.client.ssh`) or a context's name
+(`ptyvisor.client.contexts`). A `Session`
 names one session; requests share the connection, while what follows a stream
 (`wait_for`, `output`, `events`) opens its own, attached as a viewer, so it never
 types into or resizes the program. ``ptyvisor.client.sync`` wraps all of it for plain,
@@ -26,9 +28,10 @@ from urllib.parse import urlsplit, urlunsplit
 from ptyvisor.agents.activity import ActivityPhase
 from ptyvisor.agents.interaction import Interaction
 from ptyvisor.client.client import Behavior, Client, ConnectionLost, Output
+from ptyvisor.client.contexts import chosen_url
 from ptyvisor.client.ssh import is_ssh
 from ptyvisor.client.waiting import Condition, wait
-from ptyvisor.config import DEFAULT_HOST, DEFAULT_PORT, read_token
+from ptyvisor.config import read_token
 from ptyvisor.errors import BadReference, Disconnected, SessionVanished, WaitTimeout
 from ptyvisor.wire.protocol import (
     ActivityChanged,
@@ -51,9 +54,13 @@ ESCAPES = re.compile(
 """Terminal escape sequences and controls, for `Session.output(strip=True)`."""
 
 
-def server_url(url: str | None = None) -> str:
-    """The WebSocket URL, as the CLI finds it; an http(s) page URL works too."""
-    chosen = url or os.environ.get("PTYVISOR_URL") or f"ws://{DEFAULT_HOST}:{DEFAULT_PORT}/"
+def server_url(url: str | None = None, context: str | None = None) -> str:
+    """The server's URL as the CLI finds it (`contexts.chosen_url`): ``url`` may be a
+    ``ws://``, ``wss://`` or ``ssh://`` URL, the ``http(s)://`` one of its page, or a
+    context's name."""
+    if url is not None and "://" not in url:
+        url, context = None, url  # a context's name
+    chosen = chosen_url(url, context)
     parts = urlsplit(chosen)
     if parts.scheme in ("http", "https"):
         return urlunsplit(("wss" if parts.scheme == "https" else "ws", parts.netloc, "/", "", ""))

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from typing import IO
 from urllib.parse import urlsplit
 
+from ptyvisor.errors import HostUnreachable
+
 VERSION = 1
 GREETING_LIMIT = 64 * 1024
 CHUNK = 256 * 1024
@@ -47,11 +49,6 @@ NO_AUTOSTART = "--no-autostart"
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 _HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\]")
-
-
-class SshError(ConnectionError):
-    """The channel could not be set up; the message says what ``ssh`` or the remote
-    ``dial-stdio`` said."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +150,11 @@ class Channel:
 
 def open_channel(url: str, *, autostart: bool = True, timeout: float = 60.0) -> Channel:
     """Start ``ssh`` to the URL's host and read the remote greeting (blocking: run it
-    in a thread). Raises `SshError` with what went wrong."""
+    in a thread). Raises `HostUnreachable` with what went wrong."""
     try:
         target = parse_target(url)
     except ValueError as bad:
-        raise SshError(str(bad)) from None
+        raise HostUnreachable(str(bad)) from None
     ours, theirs = socket.socketpair()
     # A file, not a pipe: nobody reads what ssh says while the channel works, and a
     # full pipe would stop it; what it said is read when it fails.
@@ -172,23 +169,23 @@ def open_channel(url: str, *, autostart: bool = True, timeout: float = 60.0) -> 
     except OSError as error:
         ours.close()
         said.close()
-        raise SshError(f"cannot run ssh: {error}") from None
+        raise HostUnreachable(f"cannot run ssh: {error}") from None
     finally:
         theirs.close()
     channel = Channel(target, ours, process, said)
     try:
         greeting = _read_greeting(ours, timeout)
-    except SshError as error:
+    except HostUnreachable as error:
         last = channel.last_lines()
         channel.close()
-        raise SshError(f"{target}: {last or error}") from None
+        raise HostUnreachable(f"{target}: {last or error}") from None
     except BaseException:
         channel.close()
         raise
     refusal = greeting.get("error")
     if refusal is not None:
         channel.close()
-        raise SshError(f"{target}: {str(refusal)[:500]}")
+        raise HostUnreachable(f"{target}: {str(refusal)[:500]}")
     token, started = greeting.get("token"), greeting.get("started")
     channel.token = token if isinstance(token, str) else None
     channel.started = started[:500] if isinstance(started, str) else None
@@ -203,19 +200,21 @@ def _read_greeting(sock: socket.socket, timeout: float) -> dict[str, object]:
             # One byte at a time: what follows the line is the server's, for websockets.
             byte = sock.recv(1)
         except TimeoutError:
-            raise SshError(f"no answer from ptyvisor dial-stdio within {timeout:g} s") from None
+            raise HostUnreachable(
+                f"no answer from ptyvisor dial-stdio within {timeout:g} s"
+            ) from None
         if not byte:
-            raise SshError("ssh ended before ptyvisor dial-stdio answered")
+            raise HostUnreachable("ssh ended before ptyvisor dial-stdio answered")
         line += byte
         if len(line) > GREETING_LIMIT:
-            raise SshError("ptyvisor dial-stdio's greeting is too long")
+            raise HostUnreachable("ptyvisor dial-stdio's greeting is too long")
     sock.settimeout(None)
     try:
         greeting = json.loads(line)
     except ValueError:
-        raise SshError(f"not ptyvisor dial-stdio: {line[:200]!r}") from None
+        raise HostUnreachable(f"not ptyvisor dial-stdio: {line[:200]!r}") from None
     if not isinstance(greeting, dict) or greeting.get("dial_stdio") != VERSION:
-        raise SshError("the remote ptyvisor speaks another dial-stdio version")
+        raise HostUnreachable("the remote ptyvisor speaks another dial-stdio version")
     return greeting
 
 
