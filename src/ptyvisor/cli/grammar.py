@@ -256,7 +256,9 @@ def _context(sub: Commands) -> None:
         epilog="examples:\n  ptyvisor context add build ssh://me@build-box\n"
         "  ptyvisor context use build\n  ptyvisor --context default ls\n",
     )
-    actions = context.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = context.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="add, rm, use or ls"
+    )
     add = actions.add_parser("add", help="name a server: NAME URL")
     add.add_argument("name", metavar="NAME")
     add.add_argument("url", metavar="URL", help="ssh://[USER@]HOST[:PORT], ws://, wss://")
