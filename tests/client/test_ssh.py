@@ -11,6 +11,7 @@ its own (``SetEnv``), as another machine would have.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -37,6 +39,7 @@ from ..cli.test_commands import (
     start_server,
     wait_screen,
 )
+from ..conftest import wait_for
 from ..server.test_control import BASH
 from ..sshd import free_port, local_sshd
 
@@ -50,6 +53,8 @@ class Sshd:
     far_url: str
     fresh_state: Path
     fresh_url: str
+    login_state: Path
+    login_url: str
 
     @property
     def env(self) -> dict[str, str]:
@@ -66,21 +71,29 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     base = tmp_path_factory.mktemp("ssh")
     far = start_server(base, clean_env(base / "far-server-home", base / "far-state"))
     fresh_state, fresh_url = base / "fresh-state", f"ws://127.0.0.1:{free_port()}/"
+    login_state, login_url = base / "login-state", f"ws://127.0.0.1:{free_port()}/"
     path = f"{Path(sys.executable).parent}:/usr/bin:/bin"
     hosts = {
-        "far": {"PATH": path, "PTYVISOR_STATE_DIR": str(far.state_dir), "PTYVISOR_URL": far.url},
-        "fresh": {"PATH": path, "PTYVISOR_STATE_DIR": str(fresh_state), "PTYVISOR_URL": fresh_url},
+        name: {"PATH": path, "PTYVISOR_STATE_DIR": str(state), "PTYVISOR_URL": url}
+        for name, state, url in (
+            ("far", far.state_dir, far.url),
+            ("fresh", fresh_state, fresh_url),
+            ("login", login_state, login_url),
+        )
     }
     try:
         with local_sshd(base, hosts) as config:
-            yield Sshd(config, far.state_dir, far.url, fresh_state, fresh_url)
+            yield Sshd(
+                config, far.state_dir, far.url, fresh_state, fresh_url, login_state, login_url
+            )
     finally:
-        subprocess.run(
-            [PTYVISOR, "stop", "--state-dir", str(fresh_state)],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        for state in (fresh_state, login_state):
+            subprocess.run(
+                [PTYVISOR, "stop", "--state-dir", str(state)],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
         assert far.stop() == 0
 
 
@@ -283,3 +296,60 @@ def test_contexts_name_machines_and_ls_shows_them_all(far: Far, sshd: Sshd) -> N
         unknown.returncode == 1
         and unknown.stderr == "ptyvisor: no context 'nowhere' (ptyvisor context ls)\n"
     )
+
+
+def test_a_serve_started_in_an_ssh_login_outlives_it(sshd: Sshd) -> None:
+    """Logging out of the SSH session ``serve`` was started from hangs up its terminal
+    (SIGHUP), which is not a stop: the program runs on, with the same pid, and the
+    next client reaches it."""
+    env = sshd.env
+    port = str(urlsplit(sshd.login_url).port)
+    login = subprocess.Popen(
+        ["ssh", "-F", str(sshd.config), "-tt", "login", f"ptyvisor serve --port {port}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert login.stdout is not None
+        os.set_blocking(login.stdout.fileno(), False)
+        seen = bytearray()
+
+        def serving() -> bool:
+            with contextlib.suppress(BlockingIOError, TypeError):
+                seen.extend(login.stdout.read() or b"")  # type: ignore[union-attr]
+            assert login.poll() is None, seen.decode(errors="replace")
+            return b"serving on" in seen
+
+        wait_for(serving, "serve in the SSH login")
+        started = run_cli("-H", "ssh://login", "run", "-d", "--", "sh", "-c", "echo up; exec cat",
+                          env=env, timeout=60)  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        session = started.stdout.strip()
+
+        def pid() -> int:
+            listed = run_cli("-H", "ssh://login", "ls", "--json", "--no-autostart",
+                             env=env, timeout=60)  # fmt: skip
+            assert listed.returncode == 0, listed.stderr
+            [summary] = json.loads(listed.stdout)
+            assert summary["id"] == session and summary["process"]["state"] == "running"
+            return int(summary["process"]["pid"])
+
+        before = pid()
+        login.kill()  # the connection ends: sshd hangs up the login's terminal
+        login.wait(timeout=30)
+        log = sshd.login_state / "serve.log"
+        wait_for(lambda: log.exists() and "the terminal closed" in log.read_text(), "SIGHUP")
+        assert pid() == before
+        typed = run_cli("-H", "ssh://login", "send-keys", session, "still here", "Enter",
+                        "--no-autostart", env=env, timeout=60)  # fmt: skip
+        assert typed.returncode == 0, typed.stderr
+        waited = run_cli("-H", "ssh://login", "wait", session, "--text", "^still here$",
+                         "--timeout", "60", "--no-autostart", env=env, timeout=90)  # fmt: skip
+        assert waited.returncode == 0, waited.stderr
+    finally:
+        login.kill()
+        login.wait()
+        for pipe in (login.stdin, login.stdout):
+            if pipe is not None:
+                pipe.close()
