@@ -29,6 +29,7 @@ import ptyvisor
 from ptyvisor.client.client import Client, Output
 from ptyvisor.client.ssh import Target, parse_target, ssh_argv
 
+from ..cli import test_commands as cli_tests
 from ..cli.test_commands import (
     PTYVISOR,
     Setup,
@@ -353,3 +354,20 @@ def test_a_serve_started_in_an_ssh_login_outlives_it(sshd: Sshd) -> None:
         for pipe in (login.stdin, login.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+@pytest.mark.parametrize(
+    "same_as_here",
+    [
+        cli_tests.test_attach_types_detaches_and_reattaches_to_the_screen,
+        cli_tests.test_send_keys_follows_the_programs_modes,
+        cli_tests.test_wait_for_phase_text_exit_and_quiet,
+        cli_tests.test_capture_plain_coloured_and_with_scrollback,
+    ],
+    ids=lambda test: test.__name__.removeprefix("test_"),
+)
+def test_what_the_cli_does_here_it_does_there(
+    far: Far, same_as_here: Callable[[Setup], None]
+) -> None:
+    """The CLI's own tests of this machine's server, every command through ssh://."""
+    same_as_here(far)
