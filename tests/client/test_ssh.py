@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ptyvisor
 from ptyvisor.client.client import Client, Output
@@ -218,7 +220,7 @@ def test_a_host_that_is_down_or_lacks_ptyvisor_is_one_line(sshd: Sshd, tmp_path:
 
 @pytest.mark.parametrize(
     "url",
-    ["ssh://-oProxyCommand=x", "ssh://-l@host", "ssh://host/path", "ssh://u:pw@host",
+    ["ssh://-oProxyCommand=x", "ssh://-l@host", "ssh://host/path", "ssh://u:pw@host", "ssh://h:0",
      "ssh://host?x=1", "ssh://ho st", "ssh://host:99999", "ssh://"],
 )  # fmt: skip
 def test_a_host_or_user_never_reads_as_an_option(url: str) -> None:
@@ -371,3 +373,17 @@ def test_what_the_cli_does_here_it_does_there(
 ) -> None:
     """The CLI's own tests of this machine's server, every command through ssh://."""
     same_as_here(far)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=60).map(lambda rest: "ssh://" + rest))
+def test_any_url_gives_a_safe_target_or_is_refused(url: str) -> None:
+    try:
+        target = parse_target(url)
+    except ValueError:
+        return
+    for part in (target.host, target.user or "x"):
+        assert not part.startswith("-") and part.isprintable() and " " not in part
+    argv = ssh_argv(target)
+    assert argv[argv.index("--") + 1] == target.host
+    assert target.port is None or 0 < target.port < 65536

@@ -87,7 +87,9 @@ def parse_target(url: str) -> Target:
     try:
         port = parts.port
     except ValueError:
-        raise ValueError("the port is a number from 1 to 65535") from None
+        port = 0
+    if port == 0:
+        raise ValueError("the port is a number from 1 to 65535")
     return Target(host=host.strip("[]") if host.startswith("[") else host, user=user, port=port)
 
 
