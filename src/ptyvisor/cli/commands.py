@@ -41,7 +41,7 @@ from ptyvisor.errors import (
     SessionGone,
     SessionVanished,
 )
-from ptyvisor.keeper.keeper import lock_holder
+from ptyvisor.keeper.keeper import UPGRADE_SIGNAL, lock_holder
 from ptyvisor.wire.protocol import (
     ActivityChanged,
     ProcessChanged,
@@ -180,14 +180,22 @@ def stop(options: argparse.Namespace) -> int:
 
 
 def restart(options: argparse.Namespace) -> int:
-    """Signal the keeper (SIGUSR2), then wait for a server that started after that."""
+    """Signal the keeper (SIGUSR2; SIGUSR1 to upgrade it in place too), then wait for
+    a server that started after that."""
     running = running_keeper("restart", options)
     if running is None:
         return 1
     state_dir, keeper = running
+    if options.upgrade and not handles(keeper, UPGRADE_SIGNAL):
+        complain(
+            "ptyvisor restart: the running keeper is from an earlier version and cannot "
+            "upgrade in place; `ptyvisor restart` restarts the server process with the new "
+            "code, and a stop and start replaces the keeper too (its programs end)"
+        )
+        return 1
     token = options.token or read_token(state_dir)
     asked = time.time_ns() // 1_000_000
-    os.kill(keeper, signal.SIGUSR2)
+    os.kill(keeper, UPGRADE_SIGNAL if options.upgrade else signal.SIGUSR2)
 
     async def restarted() -> bool:
         deadline = time.monotonic() + options.timeout
@@ -218,6 +226,19 @@ async def _notify_test(client: Client) -> int:
     for result in results:
         say(f"{result.target} {'delivered' if result.delivered else 'NOT delivered'}")
     return 0 if all(result.delivered for result in results) else 1
+
+
+def handles(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` catches ``signum`` (``SigCgt`` in /proc): signalling a
+    process that does not would run the signal's default action, an exit."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
 
 
 def server_url(options: argparse.Namespace) -> str:

@@ -99,7 +99,7 @@ def session_command(
 
 def keeper_command(
     sub: Commands, name: str, summary: str, description: str, wait: str, *, connects: bool
-) -> None:
+) -> argparse.ArgumentParser:
     """A command for the ``serve`` running on a state directory (found by its lock)."""
     command = sub.add_parser(name, help=summary, description=description)
     command.add_argument(
@@ -113,6 +113,7 @@ def keeper_command(
     command.add_argument(
         "--timeout", type=float, default=30, help=f"seconds to wait for {wait} (default 30)"
     )
+    return command
 
 
 def _serve(sub: Commands) -> None:
@@ -221,7 +222,7 @@ def _resume(sub: Commands) -> None:
 
 
 def _restart_and_stop(sub: Commands) -> None:
-    keeper_command(
+    restart = keeper_command(
         sub,
         "restart",
         "restart the server process; programs keep running and clients reconnect",
@@ -231,6 +232,13 @@ def _restart_and_stop(sub: Commands) -> None:
         "Returns once the new server answers.",
         "the new server",
         connects=True,
+    )
+    restart.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="also replace the keeper in place with the installed code (after pip install "
+        "-U): same pid and descriptors, no program notices (default: the server process "
+        "only)",
     )
     keeper_command(
         sub,

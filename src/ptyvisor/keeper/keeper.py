@@ -15,7 +15,9 @@ one at once and hands it every program: pids, PTY masters, rings, and the exit
 statuses reaped meanwhile. The port never closes, so clients just reconnect, and
 nothing a program wrote meanwhile is lost: it waits in its terminal. A planned
 restart (``ptyvisor restart``, or SIGUSR2) also hands over what only the server
-knew — screens, activity, queued messages — in memory.
+knew — screens, activity, queued messages — in memory. ``ptyvisor restart --upgrade``
+(SIGUSR1) then replaces the keeper itself in place, with the installed code
+(takeover.py): same pid, same descriptors, no program notices.
 
 Stopping (SIGTERM, SIGINT, ``ptyvisor stop``) stops the server, then every program:
 HUP (and CONT), KILL after a grace period, and everything they started, however
@@ -43,14 +45,14 @@ import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from ptyvisor.config import BadNotifyTarget, ServerConfig, control_path
 from ptyvisor.errors import BadLinkMessage, SpawnError, Truncated
-from ptyvisor.keeper import background, descriptors, logs, proctable, ring, spawn
+from ptyvisor.keeper import background, descriptors, logs, proctable, ring, spawn, takeover
 from ptyvisor.keeper import options as serve_options
 from ptyvisor.keeper.notify import notify
 from ptyvisor.wire import link as wire
@@ -73,7 +75,17 @@ crashed one is: no program notices."""
 START_SECONDS = 60.0
 """How long a new server has to say it serves (it adopts every program first)."""
 PR_SET_CHILD_SUBREAPER = 36
-HANDLED_SIGNALS = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
+HANDLED_SIGNALS = (
+    signal.SIGCHLD,
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGHUP,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+UPGRADE_SIGNAL = signal.SIGUSR1
+"""``ptyvisor restart --upgrade``; only sent to a keeper that handles it (an earlier
+one would take it as the default, an exit)."""
 
 
 class ServerPhase(StrEnum):
@@ -145,7 +157,10 @@ def main(argv: list[str]) -> int:
         "Programs outlive a crash or restart of the server process.",
     )
     serve_options.add_arguments(parser)
+    parser.add_argument("--take-over", type=int, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
+    if options.take_over is not None:
+        return _take_over(options.take_over)
     problem = serve_options.check(options)
     if problem is None:
         try:
@@ -179,10 +194,49 @@ def main(argv: list[str]) -> int:
             explicit_token=explicit_token,
             verbose=options.verbose,
             announce_fd=options.announce_fd,
+            lock=lock,
         )
     except OSError as error:
         print(descriptors.listen_failure(config.host, config.port, error), file=sys.stderr)
         return 1
+    return keeper.run()
+
+
+def _take_over(fd: int) -> int:
+    """``serve --take-over FD``: the keeper, re-executed in place by the one before
+    (takeover.py), goes on from its state with this code."""
+    try:
+        state = takeover.read(fd)
+    except (OSError, ValueError) as error:
+        # Only reached when the check before execve was wrong: say so where it is seen.
+        print(f"ptyvisor serve: cannot take over: {error}", file=sys.stderr)
+        return 1
+    logs.configure(state.verbose)
+    settings = dict(state.config)
+    url, control = str(settings.pop("url")), str(settings.pop("control_path"))
+    config = ServerConfig.from_json(settings)
+    config.bound(config.port, control, url)
+    tcp = socket.socket(fileno=state.tcp)
+    unix = None if state.control is None else socket.socket(fileno=state.control)
+    for descriptor in state.descriptors:
+        os.set_inheritable(descriptor, False)
+    keeper = Keeper(
+        config,
+        explicit_token=state.explicit_token,
+        verbose=state.verbose,
+        lock=state.lock,
+        listening=(tcp, unix),
+    )
+    for fields in state.programs:
+        program = Program(**fields)
+        keeper.programs[program.session] = program
+        keeper._by_pid[program.pid] = program
+    keeper._handover = (
+        None if state.handover is None else [wire.parse_handover(h) for h in state.handover]
+    )
+    keeper._announced = True  # serving all along: no page line again
+    log.info("upgraded in place: this keeper (pid %d) kept %d programs", os.getpid(),
+             len(keeper.programs))  # fmt: skip
     return keeper.run()
 
 
@@ -252,24 +306,33 @@ class Keeper:
         explicit_token: bool,
         verbose: bool,
         announce_fd: int | None = None,
+        lock: int = -1,
+        listening: tuple[socket.socket, socket.socket | None] | None = None,
     ) -> None:
+        """``lock``: the state directory's lock (kept across an upgrade);
+        ``listening``: the sockets, when a keeper before this one bound them."""
         self.config = config
+        self._lock = lock
         self._announce_fd = announce_fd
         """Where to say that we serve: the command that started us in the background."""
         self._explicit_token = explicit_token
         self._verbose = verbose
         descriptors.raise_nofile_limit()
         _become_subreaper()
-        self.tcp = socket.create_server(
-            (config.host, config.port),
-            family=socket.AF_INET6 if ":" in config.host else socket.AF_INET,
-            backlog=512,
-        )
-        self.control = descriptors.bind_private_unix(control_path(config.state_dir))
-        config.bound(
-            self.tcp.getsockname()[1],
-            "" if self.control is None else str(control_path(config.state_dir)),
-        )
+        if listening is not None:
+            self.tcp, self.control = listening
+        else:
+            self.tcp = socket.create_server(
+                (config.host, config.port),
+                family=socket.AF_INET6 if ":" in config.host else socket.AF_INET,
+                backlog=512,
+            )
+            self.control = descriptors.bind_private_unix(control_path(config.state_dir))
+            config.bound(
+                self.tcp.getsockname()[1],
+                "" if self.control is None else str(control_path(config.state_dir)),
+            )
+        self._upgrade_due = False
         self.programs: dict[str, Program] = {}
         self._by_pid: dict[int, Program] = {}
         self.server: subprocess.Popen[bytes] | None = None
@@ -295,18 +358,15 @@ class Keeper:
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> int:
-        for signum in (
-            signal.SIGCHLD,
-            signal.SIGTERM,
-            signal.SIGINT,
-            signal.SIGHUP,
-            signal.SIGUSR2,
-        ):
+        for signum in HANDLED_SIGNALS:
             signal.signal(signum, self._on_signal)
         signal.set_wakeup_fd(self._wake_write, warn_on_full_buffer=False)
         self._selector.register(self._wake_read, selectors.EVENT_READ)
+        self._reap()  # what exited while nobody listened (across an upgrade)
         try:
             while True:
+                if self._upgrade_due and self.server is None and not self._signals:
+                    self._upgrade_in_place()
                 backing_off = self.phase is ServerPhase.BACKING_OFF
                 if backing_off and time.monotonic() >= self._next_start:
                     self._start_server()
@@ -391,6 +451,8 @@ class Keeper:
             self._reap()
         elif signum == signal.SIGUSR2:
             self._restart()
+        elif signum == UPGRADE_SIGNAL:
+            self._upgrade()
         elif signum == signal.SIGHUP:
             self._terminal_closed()
         elif self.phase is not ServerPhase.STOPPING:
@@ -471,6 +533,61 @@ class Keeper:
         log.info("restarting the server process (programs keep running)")
         self._change("restart")
         self._tell_server(wire.Restart(), deadline=SERVER_STOP_SECONDS * 2)
+
+    def _upgrade(self) -> None:
+        """``ptyvisor restart --upgrade``: a planned restart, then, once the server has
+        handed over and gone, this keeper re-executed with the installed code, if that
+        code says it can take over (takeover.py); if not, the restart is all."""
+        if self.phase is ServerPhase.STOPPING or self._upgrade_due:
+            return
+        refusal = takeover.installed_accepts()
+        if refusal is not None:
+            log.warning(
+                "the installed ptyvisor cannot take over from this keeper (%s); "
+                "restarting the server process only",
+                refusal,
+            )
+        else:
+            self._upgrade_due = True
+        self._restart()
+
+    def _upgrade_in_place(self) -> None:
+        """Re-execute this process as ``serve --take-over`` with every descriptor the
+        state names kept open; returns only if that failed (the old code goes on)."""
+        self._upgrade_due = False
+        state = takeover.State(
+            config={
+                **self.config.to_json(),
+                "url": self.config.url,
+                "control_path": self.config.control_path,
+            },
+            explicit_token=self._explicit_token,
+            verbose=self._verbose,
+            lock=self._lock,
+            tcp=self.tcp.fileno(),
+            control=None if self.control is None else self.control.fileno(),
+            programs=[asdict(program) for program in self.programs.values()],
+            handover=None if self._handover is None else [asdict(h) for h in self._handover],
+        )
+        fd = takeover.write(state)
+        kept = [*state.descriptors, fd]
+        for descriptor in kept:
+            os.set_inheritable(descriptor, True)
+        log.info(
+            "upgrading in place: re-executing the keeper (pid %d) with %d programs",
+            os.getpid(),
+            len(self.programs),
+        )
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        try:
+            os.execv(sys.executable, [sys.executable, "-m", "ptyvisor", "serve", "--take-over",
+                                      str(fd)])  # fmt: skip
+        except OSError as error:
+            for descriptor in kept:
+                os.set_inheritable(descriptor, False)
+            os.close(fd)
+            log.error("cannot re-execute the keeper (%s); it goes on as it was", error)
 
     def _tell_server(self, message: wire.ToServer, *, deadline: float) -> None:
         if self.server is None:

@@ -233,6 +233,15 @@ def parse(data: object) -> Message:
     return message
 
 
+def parse_handover(data: object) -> SessionHandover:
+    """One session's handover as JSON (kept by a keeper across an upgrade); raises
+    `BadLinkMessage`."""
+    if not isinstance(data, dict):
+        raise BadLinkMessage("a handover is a JSON object")
+    handover: SessionHandover = _build(SessionHandover, data)
+    return handover
+
+
 def _build(kind: type[Any], data: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(kind)
     values = {}
