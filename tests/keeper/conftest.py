@@ -15,7 +15,7 @@ import pytest
 
 from ptyvisor.client.client import Client
 
-from ..conftest import TOKEN, children, start_serve, wait_for
+from ..conftest import PTYVISOR_BIN, TOKEN, children, start_serve, wait_for
 
 T = TypeVar("T")
 
@@ -56,6 +56,18 @@ class Serve:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError("serve did not stop within 20 s") from None
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """``ptyvisor COMMAND --url <this serve> ARGS`` (its token from the environment)."""
+        command, *rest = args
+        return subprocess.run(
+            [PTYVISOR_BIN, command, "--url", self.url, *rest],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def run(self, call: Callable[[Client], Awaitable[T]]) -> T:
         async def go() -> T:

@@ -585,14 +585,7 @@ def test_a_corrupt_record_never_costs_a_live_program_after_a_crash(
 
     wait_for(lambda: _quietly(serve, adopted), "the adopting server")
     assert alive(pid)
-    listed = subprocess.run(
-        [PTYVISOR_BIN, "ls", "--all", "--url", serve.url],
-        env=serve.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    listed = serve.cli("ls", "--all")
     assert listed.returncode == 0 and session in listed.stdout, listed.stderr
     assert "cannot be adopted" not in serve.err.read_text()
 

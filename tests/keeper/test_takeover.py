@@ -17,21 +17,10 @@ from ptyvisor.cli.commands import handles
 from ptyvisor.client.client import Client, Output
 from ptyvisor.keeper import takeover
 
-from ..conftest import PTYVISOR_BIN, TOKEN, alive
+from ..conftest import TOKEN, alive
 from .conftest import COUNTER, Serve, _numbers
 
 SRC = Path(takeover.__file__).resolve().parents[1]
-
-
-def restart_upgrade(serve: Serve) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PTYVISOR_BIN, "restart", "--upgrade", "--url", serve.url],
-        env=serve.env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
 
 
 def cmdline(pid: int) -> str:
@@ -53,7 +42,9 @@ def test_the_keeper_replaces_itself_and_no_program_notices(serve: Serve) -> None
                 event = await client.next_event()
                 if isinstance(event, Output):
                     seen += event.data
-            upgraded = await anyio.to_thread.run_sync(restart_upgrade, serve)
+            upgraded = await anyio.to_thread.run_sync(
+                lambda: serve.cli("restart", "--upgrade", timeout=90)
+            )
             assert (upgraded.returncode, upgraded.stdout.strip()) == (0, "restarted"), upgraded
             # The keeper is the same process running the installed code afresh.
             assert cmdline(keeper).split()[-2:-1] == ["--take-over"], cmdline(keeper)
@@ -98,7 +89,7 @@ def test_an_installed_version_that_cannot_take_over_changes_nothing(
         program = serve.run(lambda client: client.spawn(["sh", "-c", "exec cat"])).process.pid
         assert program is not None
         before = cmdline(keeper)
-        upgraded = restart_upgrade(serve)
+        upgraded = serve.cli("restart", "--upgrade", timeout=90)
         assert upgraded.returncode == 0, upgraded.stderr
         assert cmdline(keeper) == before and serve.server_pid() != old_server
         assert alive(program)
