@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from ..cli.test_commands import (
     start_server,
     wait_screen,
 )
-from ..conftest import wait_for
+from ..conftest import children, wait_for
 from ..server.test_control import BASH
 from ..sshd import free_port, local_sshd
 
@@ -387,3 +388,38 @@ def test_any_url_gives_a_safe_target_or_is_refused(url: str) -> None:
     argv = ssh_argv(target)
     assert argv[argv.index("--") + 1] == target.host
     assert target.port is None or 0 < target.port < 65536
+
+
+def test_a_caller_that_gives_up_on_a_slow_host_leaves_no_ssh_behind(
+    far: Far, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timeout around connecting (``ls --all-contexts`` has one per host) ends the
+    wait at once, and the ssh that was still connecting is ended, not left running."""
+    monkeypatch.setenv("PTYVISOR_REMOTE_COMMAND", "sleep 30; ptyvisor")
+
+    def our_ssh() -> list[int]:
+        return [pid for pid in children(os.getpid()) if _cmdline(pid).startswith(b"ssh\0")]
+
+    async def connect() -> None:
+        async with Client.connect("ssh://far", None):
+            raise AssertionError("connected to a host that never greets")
+
+    async def give_up() -> float:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(connect)
+            with anyio.fail_after(20):
+                while not our_ssh():  # noqa: ASYNC110 - a process, no event to wait on
+                    await anyio.sleep(0.02)
+            started = time.monotonic()
+            tg.cancel_scope.cancel()  # the caller gives up while ssh is connecting
+        return time.monotonic() - started
+
+    assert anyio.run(give_up) < 2
+    wait_for(lambda: not our_ssh(), "the abandoned ssh to end", timeout=3)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import functools
 import itertools
 import json
 import math
 import os
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -149,8 +149,7 @@ class Client:
         token, url, sock = self._token, self.url, None
         if is_ssh(self.url):
             await self._close_channel()
-            opening = functools.partial(open_channel, self.url, autostart=self._autostart)
-            self._channel = await anyio.to_thread.run_sync(opening)
+            self._channel = await self._open_channel()
             token = token or self._channel.token
             self.started_remote = self._channel.started
             url, sock = "ws://localhost/", self._channel.sock
@@ -181,6 +180,32 @@ class Client:
                 with anyio.move_on_after(5):
                     await self._ws.close()
             await self._close_channel()
+
+    async def _open_channel(self) -> Channel:
+        """`open_channel` in a thread that a cancellation (a caller's timeout) leaves
+        behind at once; a channel it opens after that is closed, never leaked."""
+        lock = threading.Lock()
+        opened: list[Channel] = []
+        abandoned = threading.Event()
+
+        def opening() -> Channel:
+            channel = open_channel(self.url, autostart=self._autostart, cancelled=abandoned)
+            with lock:
+                if abandoned.is_set():
+                    channel.close()
+                else:
+                    opened.append(channel)
+            return channel
+
+        try:
+            return await anyio.to_thread.run_sync(opening, abandon_on_cancel=True)
+        except BaseException:
+            with lock:
+                abandoned.set()
+                late = opened[:]
+            for channel in late:  # it opened, but the caller had gone
+                threading.Thread(target=channel.close, daemon=True).start()
+            raise
 
     async def _close_channel(self) -> None:
         """End the ``ssh`` of the last connection, if it went through one."""

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from typing import IO
 from urllib.parse import urlsplit
@@ -41,6 +42,8 @@ from urllib.parse import urlsplit
 from ptyvisor.errors import HostUnreachable
 
 VERSION = 1
+POLL_SECONDS = 0.1
+"""How often a wait for the greeting looks whether its caller has given up."""
 GREETING_LIMIT = 64 * 1024
 CHUNK = 256 * 1024
 SSH_ENV = "PTYVISOR_SSH"
@@ -138,21 +141,29 @@ class Channel:
         lines = [line.strip() for line in self.said.read().decode(errors="replace").splitlines()]
         return " / ".join(line for line in lines if line)[-500:]
 
-    def close(self) -> None:
-        """Close our end (``ssh`` then ends the remote side) and reap ``ssh``."""
+    def close(self, grace: float = 5.0) -> None:
+        """Close our end (``ssh`` then ends the remote side) and reap ``ssh``, killed
+        if it is still there after ``grace`` seconds."""
         with contextlib.suppress(OSError):
             self.sock.close()
         try:
-            self.process.wait(timeout=5)
+            self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
         self.said.close()
 
 
-def open_channel(url: str, *, autostart: bool = True, timeout: float = 60.0) -> Channel:
+def open_channel(
+    url: str,
+    *,
+    autostart: bool = True,
+    timeout: float = 60.0,
+    cancelled: threading.Event | None = None,
+) -> Channel:
     """Start ``ssh`` to the URL's host and read the remote greeting (blocking: run it
-    in a thread). Raises `HostUnreachable` with what went wrong."""
+    in a thread; setting ``cancelled`` ends the wait within a fraction of a second).
+    Raises `HostUnreachable` with what went wrong."""
     try:
         target = parse_target(url)
     except ValueError as bad:
@@ -176,8 +187,11 @@ def open_channel(url: str, *, autostart: bool = True, timeout: float = 60.0) -> 
         theirs.close()
     channel = Channel(target, ours, process, said)
     try:
-        greeting = _read_greeting(ours, timeout)
+        greeting = _read_greeting(ours, timeout, cancelled or threading.Event())
     except HostUnreachable as error:
+        if cancelled is not None and cancelled.is_set():
+            channel.close(grace=0)  # the caller has gone: nobody will read why
+            raise
         last = channel.last_lines()
         channel.close()
         raise HostUnreachable(f"{target}: {last or error}") from None
@@ -194,17 +208,24 @@ def open_channel(url: str, *, autostart: bool = True, timeout: float = 60.0) -> 
     return channel
 
 
-def _read_greeting(sock: socket.socket, timeout: float) -> dict[str, object]:
-    sock.settimeout(timeout)
+def _read_greeting(
+    sock: socket.socket, timeout: float, cancelled: threading.Event
+) -> dict[str, object]:
+    sock.settimeout(POLL_SECONDS)
+    deadline = time.monotonic() + timeout
     line = b""
     while not line.endswith(b"\n"):
+        if cancelled.is_set():
+            raise HostUnreachable("given up waiting for ptyvisor dial-stdio")
         try:
             # One byte at a time: what follows the line is the server's, for websockets.
             byte = sock.recv(1)
         except TimeoutError:
-            raise HostUnreachable(
-                f"no answer from ptyvisor dial-stdio within {timeout:g} s"
-            ) from None
+            if time.monotonic() > deadline:
+                raise HostUnreachable(
+                    f"no answer from ptyvisor dial-stdio within {timeout:g} s"
+                ) from None
+            continue
         if not byte:
             raise HostUnreachable("ssh ended before ptyvisor dial-stdio answered")
         line += byte
