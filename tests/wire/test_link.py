@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -135,12 +136,13 @@ def test_the_handover_is_typed_and_its_json_is_version_1s() -> None:
 
 
 def test_a_handover_that_does_not_fit_is_refused_as_a_message() -> None:
-    for broken in (
+    brokens: list[dict[str, Any]] = [
         {**HANDOVER_V1, "frames": {"applied": "3"}},
         {**HANDOVER_V1, "screen": {"ansi": 1, "seq": 1}},
         {**HANDOVER_V1, "tracker": []},
         {"tracker": {}},
-    ):
+    ]
+    for broken in brokens:
         try:
             wire.parse({"op": "handover", "sessions": [broken]})
         except BadLinkMessage:
