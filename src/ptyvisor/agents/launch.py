@@ -158,7 +158,9 @@ newline; ``FAST_RETURN_TIMEOUT``, active without the kitty keyboard protocol), a
 Enter in the few milliseconds between drawing newly typed text and re-registering its
 key handler (``useKeypress``'s effect) runs the old handler, which finds the box empty.
 Measured here, typing a prompt at Ready: Enter at once lost 7 of 20 idle, text and
-``\r`` in one write 10 of 10, Enter 100 ms after the text 0 of 150."""
+``\r`` in one write 10 of 10, Enter 100 ms after the text 0 of 150 idle — but on a
+loaded machine 100 ms after the text could still be before Gemini had read it, so the
+gap now counts from when it has drawn the text (typed_input.py)."""
 
 
 @dataclass(frozen=True)

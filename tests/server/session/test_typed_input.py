@@ -12,21 +12,27 @@ import pytest
 
 from ptyvisor.agents.launch import SUBMIT_GAP
 from ptyvisor.client.client import Client, Output
-from ptyvisor.server.session.typed_input import TypedInput
+from ptyvisor.server.session.typed_input import SETTLE_LIMIT, TypedInput
 
 from ...test_ready_screen import stand_in
 
 GAP = 0.1
 
 
-def drained(queue: TypedInput, now: float) -> list[tuple[float, bytes]]:
-    """Everything the queue gives, and when, running its clock forward as it asks."""
+def drained(
+    queue: TypedInput, now: float, *, draws: float | None = 1e-9
+) -> list[tuple[float, bytes]]:
+    """Everything the queue gives, and when (to the microsecond), running its clock
+    forward as it asks; the program draws what it gets ``draws`` seconds after each
+    write (at once, by default; None: never)."""
     out = []
     while (due := queue.next(now)) is not None:
         if isinstance(due, float):
             now += due
             continue
-        out.append((now, due))
+        out.append((round(now, 6), due))
+        if draws is not None:
+            queue.output_seen(now + draws)
     return out
 
 
@@ -46,7 +52,7 @@ def test_an_enter_soon_after_keys_waits_and_a_lone_one_does_not() -> None:
     queue = TypedInput(limit=100, gap=GAP)
     queue.add(b"hi", 1.0)
     queue.add(b"\r", 1.03)  # 30 ms later: Gemini would take it for a newline
-    assert drained(queue, 1.03) == [(1.03, b"hi"), (1.0 + GAP, b"\r")]
+    assert drained(queue, 1.03) == [(1.03, b"hi"), (1.13, b"\r")]  # a gap after it showed
     queue.add(b"\r", 9.0)  # long after: as it came
     assert drained(queue, 9.0) == [(9.0, b"\r")]
 
@@ -58,8 +64,33 @@ def test_what_is_typed_after_a_held_enter_waits_behind_it() -> None:
     queue.add(b"\x1b[200~two\rlines\x1b[201~", 0.02)  # a paste's own line break stays
     assert drained(queue, 0.02) == [
         (0.02, b"one"),
-        (GAP, b"\rx\x1b[200~two\rlines\x1b[201~"),
+        (0.12, b"\rx\x1b[200~two\rlines\x1b[201~"),  # a gap after "one" showed
     ]
+
+
+def test_a_held_enter_waits_until_the_program_has_drawn_the_text() -> None:
+    """On a busy machine the program may read the text late: the Enter goes once it
+    has drawn it and been quiet for the gap, not a fixed time after the text."""
+    queue = TypedInput(limit=100, gap=GAP)
+    queue.add(b"hello\r", 0.0)
+    sent = drained(queue, 0.0, draws=1.5)  # it takes 1.5 s to show the text
+    assert [data for _, data in sent] == [b"hello", b"\r"]
+    assert sent[1][0] == pytest.approx(1.5 + GAP, abs=GAP / 2 + 1e-9)
+
+
+def test_a_program_that_never_draws_or_never_stops_gets_its_enter_anyway() -> None:
+    queue = TypedInput(limit=100, gap=GAP)
+    queue.add(b"secret\r", 0.0)
+    assert drained(queue, 0.0, draws=None)[1][0] == pytest.approx(SETTLE_LIMIT, abs=GAP)
+    queue = TypedInput(limit=100, gap=GAP)
+    queue.add(b"busy\r", 0.0)
+    assert queue.next(0.0) == b"busy"
+    now = 0.0
+    while (due := queue.next(now)) != b"\r":
+        assert isinstance(due, float)
+        now += min(due, GAP / 4)
+        queue.output_seen(now)  # a spinner: never quiet
+    assert now == pytest.approx(SETTLE_LIMIT, abs=GAP)
 
 
 def test_the_queue_is_bounded_and_takes_back_what_was_not_written() -> None:

@@ -313,6 +313,7 @@ class Session:
         the frames came first (a hook's frame precedes what its agent prints next)."""
         self._carry_out(outcomes)
         if output:
+            self._input.output_seen(time.monotonic())  # a held Enter waits for it
             seq = self.log.append(output)
             if self.recorder is not None:
                 self.recorder.output(seq, output)

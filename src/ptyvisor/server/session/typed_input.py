@@ -9,8 +9,12 @@ draws newly typed text, it runs the key handler from before that text, which fin
 box empty and does nothing. Nothing it writes marks the end of that window. So a client
 that types a prompt and Enter at once (``send-keys TEXT Enter``, or text and ``\\r``
 in one write), or Enter the instant the text shows, lost the prompt. The queue sends
-such an Enter on its own, ``gap`` seconds after what came before it — the other
-agents, a plain program and a lone Enter are not delayed at all.
+such an Enter on its own, once the program has drawn what came before it and then
+been quiet for ``gap`` seconds (`output_seen`): a fixed delay alone was not enough on
+a busy machine, where the program may not even have read the text by then, and text
+and Enter read together are a newline again. A program that draws nothing gets the
+Enter `SETTLE_LIMIT` seconds after the text at the latest. The other agents, a plain
+program and a lone Enter are not delayed at all.
 
 I/O-free: the session writes what `TypedInput.next` gives when it says so.
 """
@@ -20,6 +24,9 @@ from __future__ import annotations
 from collections import deque
 
 ENTER = b"\r"
+SETTLE_LIMIT = 3.0
+"""Seconds after the text at most that a held Enter waits for the program to draw it
+and go quiet (one that keeps drawing, or never echoes, gets it then)."""
 
 
 class TypedInput:
@@ -30,11 +37,16 @@ class TypedInput:
         the keys before it (None: no agent that needs it)."""
         self._limit = limit
         self._gap = gap
-        self._chunks: deque[tuple[bytes, float]] = deque()
-        """(bytes, not before this monotonic time), in the order typed."""
+        self._chunks: deque[tuple[bytes, float, bool]] = deque()
+        """(bytes, not before this monotonic time, whether it waits for the program to
+        settle: a held Enter), in the order typed."""
         self._queued = 0
         self._last_at = float("-inf")
         """When the last keys were queued to go (monotonic)."""
+        self._wrote_at = float("-inf")
+        """When `next` last gave something to write."""
+        self._output_at = float("-inf")
+        """When the program last wrote anything (`output_seen`)."""
 
     def __len__(self) -> int:
         return self._queued
@@ -47,15 +59,19 @@ class TypedInput:
         not_before = self._chunks[-1][1] if self._chunks else now
         if gap is not None and data.endswith(ENTER) and data != ENTER * len(data):
             self._push(data[: -len(ENTER)], not_before)
-            self._push(ENTER, not_before + gap)
+            self._push(ENTER, not_before + gap, settles=True)
         elif gap is not None and data == ENTER and now - self._last_at < gap:
-            self._push(ENTER, self._last_at + gap)
+            self._push(ENTER, self._last_at + gap, settles=True)
         else:
             self._push(data, not_before)
         return True
 
-    def _push(self, data: bytes, not_before: float) -> None:
-        self._chunks.append((data, not_before))
+    def output_seen(self, now: float) -> None:
+        """The program wrote something (its drawing of what it was sent, say)."""
+        self._output_at = now
+
+    def _push(self, data: bytes, not_before: float, *, settles: bool = False) -> None:
+        self._chunks.append((data, not_before, settles))
         self._queued += len(data)
         self._last_at = max(self._last_at, not_before)
 
@@ -64,20 +80,36 @@ class TypedInput:
         something may go, or None when nothing is queued."""
         if not self._chunks:
             return None
-        not_before = self._chunks[0][1]
-        if not_before > now:
-            return not_before - now
-        parts = []
-        while self._chunks and self._chunks[0][1] <= now:
+        wait = self._wait(now, self._chunks[0])
+        if wait > 0:
+            return wait
+        parts: list[bytes] = []
+        while self._chunks and (not parts or not self._chunks[0][2]):
+            if self._wait(now, self._chunks[0]) > 0:
+                break
             parts.append(self._chunks.popleft()[0])
         joined = b"".join(parts)
         self._queued -= len(joined)
+        self._wrote_at = now
         return joined
+
+    def _wait(self, now: float, chunk: tuple[bytes, float, bool]) -> float:
+        """Seconds until ``chunk`` may go (0: now). A held Enter goes once the program
+        has written something since the last write and then been quiet for the gap,
+        or `SETTLE_LIMIT` after that write; meanwhile the caller looks again soon."""
+        _data, not_before, settles = chunk
+        if not settles or self._gap is None:
+            return max(0.0, not_before - now)
+        limit = max(not_before, self._wrote_at + SETTLE_LIMIT)
+        if self._output_at > self._wrote_at:
+            ready = min(max(not_before, self._output_at + self._gap), limit)
+            return max(0.0, ready - now)
+        return max(0.0, min(limit - now, self._gap / 2)) if now < limit else 0.0
 
     def put_back(self, rest: bytes) -> None:
         """What the program did not take of the last `next`: it goes first."""
         if rest:
-            self._chunks.appendleft((rest, float("-inf")))
+            self._chunks.appendleft((rest, float("-inf"), False))
             self._queued += len(rest)
 
     def clear(self) -> None:
