@@ -395,7 +395,8 @@ def test_a_caller_that_gives_up_on_a_slow_host_leaves_no_ssh_behind(
 ) -> None:
     """A timeout around connecting (``ls --all-contexts`` has one per host) ends the
     wait at once, and the ssh that was still connecting is ended, not left running."""
-    monkeypatch.setenv("PTYVISOR_REMOTE_COMMAND", "sleep 30; ptyvisor")
+    # Never greets; the comment swallows " dial-stdio", so nothing there starts a server.
+    monkeypatch.setenv("PTYVISOR_REMOTE_COMMAND", "sleep 30 #")
 
     def our_ssh() -> list[int]:
         return [pid for pid in children(os.getpid()) if _cmdline(pid).startswith(b"ssh\0")]
