@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ptyvisor.terminal.widths import cut_to_width, text_width
 from ptyvisor.wire.protocol import (
     Captured,
     ProcessState,
@@ -135,8 +136,7 @@ def format_table(
         if s.past:
             process = f"past, {process}"
         reason = printable(" ".join((s.activity.reason or "").split())) or "-"
-        if len(reason) > REASON_CHARS:
-            reason = reason[: REASON_CHARS - 1] + "…"
+        reason = cut_to_width(reason, REASON_CHARS)
         row = (
             s.id,
             s.name,
@@ -161,15 +161,20 @@ def format_table(
         f"{printable(host)}  (cannot be reached: {printable(why)})" for host, why in unreachable
     ]
     if width is not None:
-        lines = [line if len(line) <= width else line[: max(width - 1, 0)] + "…" for line in lines]
+        lines = [cut_to_width(line, width) for line in lines]
     return "\n".join(lines)
 
 
 def columns(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Rows of printable cells aligned in columns; the last column as long as it is."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    """Rows of printable cells aligned in columns, by the cells each takes on the
+    terminal (a name in CJK takes two per character); the last column as long as it
+    is."""
+    widths = [max(text_width(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return [
-        "".join(cell.ljust(width) + "  " for cell, width in zip(row, widths, strict=False))
+        "".join(
+            cell + " " * (width - text_width(cell) + 2)
+            for cell, width in zip(row, widths, strict=False)
+        )
         + row[-1]
         for row in rows
     ]
@@ -195,9 +200,7 @@ def _pending(s: SessionSummary) -> str:
         what = interaction.questions[0].question
     else:
         what = interaction.tool or interaction.title
-    what = printable(" ".join(what.split()))
-    if len(what) > PENDING_WHAT_CHARS:
-        what = what[: PENDING_WHAT_CHARS - 1] + "…"
+    what = cut_to_width(printable(" ".join(what.split())), PENDING_WHAT_CHARS)
     return f"{interaction.id[:PENDING_ID_CHARS]} {interaction.kind}: {what}"
 
 

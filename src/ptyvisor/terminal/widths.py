@@ -59,3 +59,28 @@ def _one_cell_class() -> str:
 
 ONE_CELL_RUN = re.compile(_one_cell_class() + "+")
 """Runs of characters that each take exactly one cell: drawn like ASCII, in bulk."""
+
+
+def text_width(text: str) -> int:
+    """Cells a printable text takes on one line (what the CLI lines up in columns)."""
+    if ONE_CELL_RUN.fullmatch(text):
+        return len(text)
+    return sum(max(char_width(char), 0) for char in text)
+
+
+def cut_to_width(text: str, width: int, *, mark: str = "…") -> str:
+    """``text`` cut to at most ``width`` cells, ending in ``mark`` where it was cut;
+    never half a wide character."""
+    if text_width(text) <= width:
+        return text
+    room = width - text_width(mark)
+    if room < 0:
+        return ""
+    kept: list[str] = []
+    used = 0
+    for char in text:
+        used += max(char_width(char), 0)
+        if used > room:
+            break
+        kept.append(char)
+    return "".join(kept) + mark
