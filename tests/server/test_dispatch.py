@@ -6,15 +6,12 @@ here kind by kind."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, get_args
 
 import anyio
 import pytest
 
-from ptyvisor.config import ServerConfig
 from ptyvisor.errors import (
     BadAnswer,
     BadJSON,
@@ -28,12 +25,11 @@ from ptyvisor.errors import (
 )
 from ptyvisor.server.dispatch import Dispatcher, Reply, RequestError, wire_error
 from ptyvisor.server.outbox import Outbox
-from ptyvisor.server.owner import LocalOwner
 from ptyvisor.server.session import MAX_MESSAGE, Session
 from ptyvisor.server.supervisor import Supervisor
 from ptyvisor.wire.protocol import CLIENT_MESSAGE, Captured, ClientMessage, Ok, Spawned
 
-from ..conftest import TOKEN, child_env, poll
+from ..conftest import child_env, poll
 
 pytestmark = pytest.mark.anyio
 
@@ -108,15 +104,9 @@ class Harness:
 
 
 @pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    config = ServerConfig(token=TOKEN, port=0, state_dir=tmp_path / "state")
-    async with anyio.create_task_group() as tg:
-        supervisor = Supervisor(config, tg, LocalOwner(tg))
-        connection = Connection()
-        yield Harness(supervisor, connection, Dispatcher(supervisor, connection))
-        for session in supervisor.sessions():
-            await supervisor.close(session.id)  # an explicit stop, as a client's close
-        tg.cancel_scope.cancel()
+def harness(supervisor: Supervisor) -> Harness:
+    connection = Connection()
+    return Harness(supervisor, connection, Dispatcher(supervisor, connection))
 
 
 async def test_a_session_is_spawned_typed_into_read_renamed_and_closed(harness: Harness) -> None:

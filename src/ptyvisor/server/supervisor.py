@@ -401,9 +401,8 @@ class Supervisor:
         except RecordsUnavailable as error:
             log.warning("past sessions left out: the records cannot be read now (%s)", error)
             return summaries
-        live = {summary.id for summary in summaries}
         for record in records:
-            if record.id not in live:
+            if record.id not in self._sessions:  # a live one left out stays out
                 with contextlib.suppress(Exception):  # a bug in one: that one is left out
                     summaries.append(past_summary(record))
         return summaries
