@@ -23,8 +23,11 @@ import anyio.abc
 
 from ptyvisor.keeper import spawn
 from ptyvisor.keeper.ring import Ring
-from ptyvisor.server.child import Child
+from ptyvisor.server.child import KILL_GRACE_SECONDS, Child
 from ptyvisor.wire.link import ProgramSpec
+
+STOPPING_SECONDS = 2 * KILL_GRACE_SECONDS + 1
+"""How long a reaper goes on once the server stops: HUP's grace, KILL's, and a margin."""
 
 
 class Owner(Protocol):
@@ -74,7 +77,20 @@ class LocalOwner:
 
 
 async def _reap(child: Child) -> None:
-    """Wait for the program to exit (pidfd; polling on kernels without), then reap."""
+    """Wait for the program to exit, then reap it. Cancelled (the server is stopping),
+    it goes on for as long as stopping a program can take: each session is stopping
+    its program meanwhile (`Session.run`) and waits to see it reaped, which took the
+    whole grace period of HUP and of KILL when this task had gone first."""
+    try:
+        await _reaped(child)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(STOPPING_SECONDS):
+            await _reaped(child)
+        raise
+
+
+async def _reaped(child: Child) -> None:
+    """Wait for the exit (pidfd; polling on kernels without), then reap."""
     try:
         pidfd = os.pidfd_open(child.pid)
     except OSError:
