@@ -16,9 +16,7 @@ from ptyvisor.terminal.widths import char_width, cut_to_width, text_width
 from ptyvisor.wire.protocol import Captured, ProcessState, SessionSummary, TermSize
 from ptyvisor.wire.untrusted import printable
 
-cells = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12).map(
-    printable
-)
+cells = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12).map(printable)
 
 
 def starts(line: str, cell_texts: list[str]) -> list[int]:

@@ -18,6 +18,7 @@ import builtins
 import contextlib
 import itertools
 import json
+import logging
 import math
 import os
 import threading
@@ -28,9 +29,11 @@ from typing import Any, Literal, Self, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
+from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from ptyvisor import __version__
 from ptyvisor.client.ssh import Channel, is_ssh, open_channel
 from ptyvisor.errors import Disconnected, ServerError
 from ptyvisor.wire.jsontext import is_text
@@ -78,8 +81,12 @@ from ptyvisor.wire.protocol import (
     Unsend,
     WatchSessions,
 )
+from ptyvisor.wire.untrusted import printable
 
+log = logging.getLogger(__name__)
 R = TypeVar("R", bound=ServerMessage)
+MAX_UNREAD_KINDS = 16
+"""Kinds of unreadable message logged (once each) per connection."""
 Behavior = Literal["allow", "deny"]
 
 
@@ -127,6 +134,7 @@ class Client:
         self._size: tuple[int, int] | None = None
         self._view_only = False
         self._closing = False
+        self._unread_kinds: set[str] = set()
 
     # ------------------------------------------------------------------ connection
 
@@ -135,15 +143,23 @@ class Client:
     async def connect(
         cls, url: str, token: str | None, *, autostart: bool = True
     ) -> AsyncIterator[Self]:
+        """A connected client, closed on leaving. What fails inside (the caller's own
+        code, or the connection) comes out as itself, not wrapped in the exception
+        group of the task that reads the connection: ``except Disconnected`` works."""
         client = cls(url, token, autostart=autostart)
-        async with anyio.create_task_group() as tg:
-            client._tg = tg
-            try:  # a refused connection releases its event stream too
-                await client._open()
-                yield client
-            finally:
-                await client.aclose()
-                tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                client._tg = tg
+                try:  # a refused connection releases its event stream too
+                    await client._open()
+                    yield client
+                finally:
+                    await client.aclose()
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) != 1:
+                raise
+            raise group.exceptions[0] from None
 
     async def _open(self) -> None:
         token, url, sock = self._token, self.url, None
@@ -162,9 +178,17 @@ class Client:
             compression=None,
             open_timeout=10,
         )
-        first = SERVER_MESSAGE.validate_json(await self._ws.recv())
+        greeting = await self._ws.recv()
+        try:
+            first = SERVER_MESSAGE.validate_json(greeting)
+        except ValidationError:
+            first = None
         if not isinstance(first, Hello):
-            raise Disconnected(f"unexpected greeting: {first.type}")
+            await self._ws.close()
+            raise Disconnected(
+                f"the server's greeting cannot be read by this client (ptyvisor "
+                f"{__version__}): {printable(str(greeting)[:120])}"
+            )
         self.hello = first
         assert self._tg is not None
         self._tg.start_soon(self._read_loop, self._ws)
@@ -239,7 +263,13 @@ class Client:
                         self._emit(Output(self.seq, message))
                         self.seq += len(message)
                     continue
-                parsed = SERVER_MESSAGE.validate_json(message)
+                parsed: ServerMessage | None
+                try:
+                    parsed = SERVER_MESSAGE.validate_json(message)
+                except ValidationError as error:
+                    parsed = self._unreadable(message, error)
+                if parsed is None:
+                    continue
                 self._track(parsed)
                 req_id = getattr(parsed, "req_id", None)
                 waiter = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
@@ -257,6 +287,29 @@ class Client:
                 self._pending.clear()
                 if not self._closing:
                     self._emit(ConnectionLost(str(ws.close_reason or "connection closed")))
+
+    def _unreadable(self, message: str, error: ValidationError) -> Error | None:
+        """A message this client cannot read (a newer server's, over ``ssh://`` to
+        another machine, say): a request it answers fails with ``bad_message``; any
+        other is left out, logged once per kind. Never the end of the connection."""
+        try:
+            fields = json.loads(message)
+        except ValueError:
+            fields = None
+        kind = fields.get("type") if isinstance(fields, dict) else None
+        req_id = fields.get("req_id") if isinstance(fields, dict) else None
+        shown = printable(str(kind)[:40])
+        if isinstance(req_id, int) and req_id in self._pending:
+            return Error(
+                req_id=req_id,
+                code="bad_message",
+                message=f"the server's {shown} reply cannot be read by this client "
+                f"(ptyvisor {__version__}): {error.error_count()} problem(s)",
+            )
+        if shown not in self._unread_kinds and len(self._unread_kinds) < MAX_UNREAD_KINDS:
+            self._unread_kinds.add(shown)
+            log.warning("left out messages of the server this client cannot read: %s", shown)
+        return None
 
     def _track(self, message: ServerMessage) -> None:
         """Follow the stream position: every snapshot or attach restarts it."""
