@@ -5,6 +5,7 @@ message it cannot read, never the connection."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -63,7 +64,7 @@ async def test_a_greeting_it_cannot_read_is_a_disconnection_that_says_why() -> N
         await ws.wait_closed()
 
     async with scripted(future) as url:
-        with pytest.raises(Disconnected, match="greeting cannot be read.*not-yet-known"):
+        with pytest.raises(Disconnected, match=r"greeting cannot be read.*not-yet-known"):
             async with Client.connect(url, None):
                 pass
 
@@ -90,7 +91,7 @@ async def test_concurrent_requests_each_get_their_own_reply(
         for i in range(4)
     ]
     for i, session in enumerate(sessions):
-        await poll(lambda s=session, i=i: _shows(client, s.id, f"marker-{i}"))
+        await poll(functools.partial(_shows, client, session.id, f"marker-{i}"))
     results: dict[int, str] = {}
 
     async def capture(n: int) -> None:

@@ -32,4 +32,4 @@ async def test_a_stopping_server_reaps_every_program_it_stops(
     for pid in pids:
         assert pid is not None
         with pytest.raises(ChildProcessError):  # reaped already: no zombie left
-            os.waitpid(pid, os.WNOHANG)
+            os.waitpid(pid, os.WNOHANG)  # noqa: ASYNC222 - WNOHANG
