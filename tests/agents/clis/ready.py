@@ -19,11 +19,14 @@ from ptyvisor.wire.protocol import ActivityChanged
 from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.under_ptyvisor import AgentRun, Screen, agent_session, shows
 
+PI_VERSION_SHOWN = "v1.6.0"
+"""Pi 1.x's start screen is a logo with its version beside it (0.73 drew ``pi v0.73.1``)."""
+
 PROMPT_SHOWN: dict[str, Screen] = {
     "claude-code": lambda s: "❯" in s and "manual mode on" in s,
     "codex": lambda s: "›" in s and "? for shortcuts" in s,
     "opencode": "Ask anything",
-    "pi": lambda s: "pi v0.73.1" in s and "fake-model" in s,
+    "pi": lambda s: PI_VERSION_SHOWN in s and "fake-model" in s,
     "gemini-cli": lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
     "qwen-code": "Type your message",
 }

@@ -71,9 +71,11 @@ OpenCode 1.18.33 (``opencode``, a Bun binary, alternate screen)
     has answered your questions: "Which colour?"="Blue". ...``. Quit: one Ctrl-C on an
     empty prompt exits 0, printing the session title and an ``opencode -s <id>`` hint.
 
-Pi 0.73.1 (``pi``, Node, renders inline: no alternate screen)
-    Ready: ~1-1.5 s; header ``pi v0.73.1``, footer with the model id ``fake-model``;
-    two lines "fd/ripgrep not found. Offline mode enabled, skipping download." on top.
+Pi 1.6.0 (``pi`` from ``@earendil-works/pi-coding-agent``, Node ≥ 22.19, draws on the
+alternate screen; 0.73.1 rendered inline)
+    Ready: ~1-1.5 s; a logo with ``v1.6.0`` beside it (0.73.1: a header ``pi
+    v0.73.1``), footer with the model id ``fake-model``. Each retry of a failed request
+    is one request (0.73.1's OpenAI SDK retried a 503 twice more itself).
     Enter submits. Sends ``POST /v1/chat/completions`` here (``api:
     openai-completions`` in models.json; stream, ``max_completion_tokens``, 4 tools:
     read, bash, edit, write) and no side requests. Shell tool: ``bash`` ``{"command",

@@ -18,6 +18,7 @@ import pytest
 
 from ptyvisor.agents.activity import ActivityPhase
 from tests.agents.clis.fake_model import FakeModelServer, Reply
+from tests.agents.clis.ready import PROMPT_SHOWN
 from tests.agents.clis.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
@@ -26,14 +27,11 @@ ENTER = "\r"
 CTRL_D = "\x04"
 COMMAND = "echo pi-tool-ran > out.txt && cat out.txt"
 ERROR = "Fake provider is temporarily unavailable"
-ATTEMPTS = 4 * 3
-"""Pi 0.73.1 retries a retryable error (503 here) 3 times by default, after 2, 4 and 8 s,
-and each of its 4 attempts is itself 3 requests: the OpenAI SDK under it retries a 503
-twice (its default ``maxRetries``) before Pi sees the error."""
-
-
-def ready(screen: str) -> bool:
-    return "pi v0.73.1" in screen and "fake-model" in screen
+ATTEMPTS = 4
+"""Pi retries a retryable error (503 here) 3 times by default, after 2, 4 and 8 s. Each
+attempt is one request since Pi 1.x (0.73 went through an OpenAI SDK that retried a 503
+twice more itself: 12 requests)."""
+ready = PROMPT_SHOWN["pi"]
 
 
 @pytest.mark.timeout(120, func_only=True)
@@ -91,4 +89,43 @@ async def test_pi_under_ptyvisor(tmp_path: Path) -> None:
         stats = await run.client.stats(run.session_id)
         assert stats.frames_rejected == {}
     assert model.pending == 0
+    model.assert_no_unexpected()
+
+
+GATE = """\
+export default function (pi) {
+  pi.on("tool_call", async (event, ctx) => {
+    if (event.toolName !== "bash") return undefined;
+    const choice = await ctx.ui.select(`Allow ${event.input.command}?`, ["Yes", "No"]);
+    return choice === "Yes" ? undefined : { block: true, reason: "Blocked by user" };
+  });
+}
+"""
+"""A permission gate as Pi's own examples write one (examples/extensions/
+permission-gate.ts): another extension's blocking dialog, which Pi 1.x announces."""
+
+
+@pytest.mark.timeout(120, func_only=True)
+async def test_pi_dialog_is_needs_input(tmp_path: Path) -> None:
+    """While another extension's dialog blocks Pi the session needs input, with the
+    dialog's title; answering it from a client goes back to working."""
+    extensions = tmp_path / "home" / ".pi" / "agent" / "extensions"
+    extensions.mkdir(parents=True)
+    (extensions / "gate.js").write_text(GATE)
+    async with FakeModelServer() as model, agent_session("pi", tmp_path, model) as run:
+        await run.wait_screen(ready, wait=30)
+        await run.wait_phase("waiting", wait=10)
+        model.script(Reply.shell("pi", COMMAND), Reply.text("Gated DONE-GATE"))
+        mark = run.mark()
+        await run.submit("Write the marker file")
+        asked = await run.wait_phase("needs_input", since=mark, wait=30)
+        assert asked.activity.reason == f"Allow {COMMAND}?"
+        assert not (run.project / "out.txt").exists(), "the gate holds the tool"
+        await run.wait_screen("Allow", wait=10)
+        answered = run.mark()
+        await run.type(ENTER)  # "Yes" is selected
+        await run.wait_phase("working", since=answered, wait=10)
+        await run.wait_phase("waiting", since=answered, wait=30)
+        assert (run.project / "out.txt").read_text().strip() == "pi-tool-ran"
+        assert run.phases == ["starting", "waiting", "working", "needs_input", "working", "waiting"]
     model.assert_no_unexpected()

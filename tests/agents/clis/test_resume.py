@@ -12,7 +12,7 @@ import os
 import signal
 import sqlite3
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -24,20 +24,22 @@ from ptyvisor.server import records
 from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.installed import agent_bin_dir
 from tests.agents.clis.offline import offline_env
-from tests.agents.clis.under_ptyvisor import AgentRun
+from tests.agents.clis.ready import PROMPT_SHOWN
+from tests.agents.clis.under_ptyvisor import AgentRun, Screen
 
 from ...conftest import PTYVISOR_BIN, TOKEN, start_serve
 
 pytestmark = pytest.mark.anyio
 
-READY: dict[str, Callable[[str], bool]] = {
-    "claude-code": lambda screen: "\u276f" in screen and "manual mode on" in screen,
-    "codex": lambda screen: "\u203a" in screen and "? for shortcuts" in screen,
+READY: dict[str, Screen] = {
+    **PROMPT_SHOWN,
     # A resumed OpenCode shows its conversation instead of "Ask anything".
     "opencode": lambda screen: "ctrl+p" in screen and "Fake model" in screen,
-    "pi": lambda screen: "pi v0.73.1" in screen and "fake-model" in screen,
-    "gemini-cli": lambda screen: "Type your message" in screen and "gemini-2.5-flash" in screen,
-    "qwen-code": lambda screen: "Type your message" in screen,
+}
+RESUMED: dict[str, Screen] = {
+    **READY,
+    # A resumed Pi shows its conversation below its logo, which scrolls off.
+    "pi": lambda screen: "FIRST-DONE" in screen and "fake-model" in screen,
 }
 FIRST = "Remember the word PAPAYA-7 for later"
 SECOND = "Say which word I asked you to remember"
@@ -151,7 +153,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             assert resumed.returncode == 0, resumed.stderr
             new = resumed.stdout.decode().strip()
             async with watched(second.url, new, model, project) as run:
-                await run.wait_screen(ready, wait=60)
+                await run.wait_screen(RESUMED[agent], wait=60)
                 model.script(Reply.text("The word was PAPAYA-7 SECOND-DONE"))
                 since = len(model.requests)
                 await run.submit(SECOND)
