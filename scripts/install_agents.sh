@@ -20,12 +20,13 @@ PINS=(
     "@anthropic-ai/claude-code@2.1.332"
     "@openai/codex@0.171.0"
     "opencode-ai@1.18.33"
+    "@kilocode/cli@7.7.7"
     "@earendil-works/pi-coding-agent@1.6.0"
     "@google/gemini-cli@0.61.0"
     "@qwen-code/qwen-code@0.24.4"
 )
 # The bin names the tests call; each must answer --version.
-BINS=(node claude codex opencode pi gemini qwen)
+BINS=(node claude codex opencode kilo pi gemini qwen)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done

@@ -14,9 +14,9 @@
 //
 // Silent outside a ptyvisor session (writeFrame checks), never throws into OpenCode.
 
-import { writeFrame } from "../shared/frame.mjs";
+import { agentName, writeFrame } from "../shared/frame.mjs";
 
-const AGENT = "opencode";
+const AGENT = agentName("opencode"); // or "kilo"
 const UNCONFIRMED_MS = 10000;
 
 function report(phase) {

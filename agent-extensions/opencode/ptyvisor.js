@@ -8,10 +8,10 @@
 // OpenCode calls every export of a plugin module as a plugin, so this module
 // exports the plugin function and nothing else.
 
-import { writeFrame } from "../shared/frame.mjs";
+import { agentName, writeFrame } from "../shared/frame.mjs";
 import { boundInteraction, clip, MAX_ID, text } from "../shared/mask.mjs";
 
-const AGENT = "opencode";
+const AGENT = agentName("opencode"); // or "kilo": Kilo Code CLI is an OpenCode fork
 
 // Short titles for approval cards, by OpenCode permission name.
 const TITLES = {

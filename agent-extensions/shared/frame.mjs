@@ -90,6 +90,18 @@ function openTty(path) {
   return null;
 }
 
+const AGENT_NAME = /^[a-z0-9][a-z0-9.-]{0,63}$/;
+
+/**
+ * The agent this session runs, as ptyvisor named it (PTYVISOR_AGENT), else
+ * `fallback`: one extension serves agents built on one code base (OpenCode's
+ * plugins run in Kilo too), and the frames must say which.
+ */
+export function agentName(fallback, env = process.env) {
+  const named = env.PTYVISOR_AGENT;
+  return typeof named === "string" && AGENT_NAME.test(named) ? named : fallback;
+}
+
 /**
  * Write one frame for the ptyvisor session described by `env`.
  * Returns whether a frame was written; never throws. Outside a session (no

@@ -521,6 +521,24 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("named", "speaks_for"),
+    [("kilo", "kilo"), (None, "opencode"), ("\x1b[31mred", "opencode"), ("A" * 65, "opencode")],
+)
+def test_opencode_plugin_speaks_for_the_agent_ptyvisor_named(
+    pty_pair: Pty, named: str | None, speaks_for: str
+) -> None:
+    """Kilo runs OpenCode's plugin: its frames name the agent from PTYVISOR_AGENT, and
+    a value no agent name looks like is ignored."""
+    env = session_env(pty_pair.path)
+    if named is not None:
+        env["PTYVISOR_AGENT"] = named
+    steps = [oc("session.created", sessionID=MAIN, info=session_info(MAIN)), status(MAIN, "busy")]
+    drive(OPENCODE_DRIVER, OPENCODE_PLUGIN, steps, env)
+    frames = frames_on(pty_pair)
+    assert frames and all(f["agent"] == speaks_for for f in frames), frames
+
+
 def test_opencode_plugin_turn_outcomes(pty_pair: Pty) -> None:
     steps = [
         oc("session.created", sessionID=MAIN, info=session_info(MAIN)),

@@ -9,11 +9,14 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from ptyvisor.agents.launch import (
     CLAUDE_EVENTS,
     CODEX_EVENTS,
     DECISION_TIMEOUT_SECONDS,
     GEMINI_EVENTS,
+    AgentName,
     extensions_dir,
     launch,
     qwen_system_defaults,
@@ -55,11 +58,23 @@ def test_codex_flags_the_user_gave_are_not_repeated(tmp_path: Path) -> None:
     assert "--dangerously-bypass-hook-trust" in started.argv
 
 
-def test_opencode_gets_a_session_config_dir(tmp_path: Path) -> None:
-    started = launch("opencode", [], session_dir=tmp_path)
-    assert started.argv == ["opencode"]
-    plugin = Path(started.env["OPENCODE_CONFIG_DIR"]) / "plugin" / "ptyvisor.js"
+@pytest.mark.parametrize(
+    ("agent", "program", "variable"),
+    [("opencode", "opencode", "OPENCODE_CONFIG_DIR"), ("kilo", "kilo", "KILO_CONFIG_DIR")],
+)
+def test_opencode_and_kilo_get_a_session_config_dir(
+    agent: AgentName, program: str, variable: str, tmp_path: Path
+) -> None:
+    """Kilo Code CLI is an OpenCode fork: the same two plugins, in a folder named by its
+    own variable; resuming is the same ``--session``."""
+    started = launch(agent, ["--model", "m"], session_dir=tmp_path, resume="ses_abc")
+    assert started.argv == [program, "--model", "m", "--session=ses_abc"]
+    assert list(started.env) == [variable]
+    folder = Path(started.env[variable])
+    plugin = folder / "plugin" / "ptyvisor.js"
     assert plugin.resolve() == (extensions_dir() / "opencode" / "ptyvisor.js").resolve()
+    tui = json.loads((folder / "tui.json").read_text())
+    assert tui == {"plugin": [str(extensions_dir() / "opencode" / "ptyvisor-tui.js")]}
 
 
 def test_pi_extension_only_for_the_interactive_tui(tmp_path: Path) -> None:

@@ -288,6 +288,7 @@ def test_each_agents_real_ids_are_accepted() -> None:
         "qwen-code": "c0ffee00-1234-4abc-8def-0123456789ab",
         "pi": "019a3b2c-7d4e-7f10-8a9b-0c1d2e3f4a5b",
         "opencode": "ses_dd6ddd28cffeNT08q0YXIWbIEx",
+        "kilo": "ses_dbdd464f2ffeb7MPCQ3QNoc7ql",
     }
     assert set(real) == set(AGENTS) == set(NATIVE_ID_SHAPES)
     for agent, value in real.items():

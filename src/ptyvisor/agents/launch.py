@@ -9,6 +9,7 @@ settings keep working beside ours.
 | claude-code | ``--settings <inline JSON>`` with command hooks (merged with the user's) |
 | codex | ``-c hooks.<Event>=…``, ``--no-daemon``, ``--dangerously-bypass-hook-trust`` |
 | opencode | ``OPENCODE_CONFIG_DIR`` = a session folder: ``plugin/`` + ``tui.json`` name ours |
+| kilo | the same through ``KILO_CONFIG_DIR`` (Kilo Code CLI is an OpenCode fork) |
 | pi | ``--extension <file>``, only for the interactive TUI |
 | gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
 | qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
@@ -48,11 +49,12 @@ from typing import Literal
 from ptyvisor.errors import BadNativeId
 from ptyvisor.wire.untrusted import native_id_problem
 
-AgentName = Literal["claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code"]
+AgentName = Literal["claude-code", "codex", "opencode", "kilo", "pi", "gemini-cli", "qwen-code"]
 AGENTS: tuple[AgentName, ...] = (
     "claude-code",
     "codex",
     "opencode",
+    "kilo",
     "pi",
     "gemini-cli",
     "qwen-code",
@@ -106,6 +108,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "claude-code": True,  # SessionStart when the TUI comes up
     "codex": False,  # 0.171 starts its thread (and SessionStart) with the first prompt
     "opencode": False,  # the plugin loads seconds before the TUI reads keys
+    "kilo": False,  # OpenCode's plugins
     "pi": True,  # session_start
     "gemini-cli": True,  # SessionStart, held until READY_SCREEN shows
     "qwen-code": True,  # SessionStart, a little early: held until READY_SCREEN shows
@@ -120,6 +123,7 @@ READY_SCREEN: dict[str, str] = {
     "codex": r"(?m)^\u203a .*\n(?s:.*)\? for shortcuts",
     # The prompt box's left border and the key hints below it (home and session views).
     "opencode": r"(?s)\u2503.*ctrl\+p",
+    "kilo": r"(?s)\u2503.*ctrl\+p",
     # The input box's placeholder (Qwen Code is a fork of Gemini CLI: the same words).
     "qwen-code": r"Type your message",
     "gemini-cli": r"Type your message",
@@ -333,6 +337,28 @@ def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
     return home
 
 
+OPENCODE_LIKE: dict[str, tuple[str, str]] = {
+    "opencode": ("opencode", "OPENCODE_CONFIG_DIR"),
+    "kilo": ("kilo", "KILO_CONFIG_DIR"),
+}
+"""OpenCode and its fork Kilo Code CLI: the program, and the variable naming an extra
+config folder, whose plugins and ``tui.json`` are added to the user's own."""
+
+
+def opencode_config_dir(folder: Path) -> Path:
+    """A config folder holding our server plugin (``plugin/``) and naming our TUI
+    plugin by path in ``tui.json``; OpenCode (and Kilo) add both to the user's own
+    plugins (``~/.config/opencode/``), which stay untouched."""
+    plugin_dir = folder / "plugin"
+    plugin_dir.mkdir(parents=True, exist_ok=True)
+    target = plugin_dir / "ptyvisor.js"
+    if not target.exists():
+        target.symlink_to(extensions_dir() / "opencode" / "ptyvisor.js")
+    tui_config = {"plugin": [str(extensions_dir() / "opencode" / "ptyvisor-tui.js")]}
+    (folder / "tui.json").write_text(json.dumps(tui_config))
+    return folder
+
+
 def launch(
     agent: AgentName,
     args: Sequence[str],
@@ -355,22 +381,10 @@ def launch(
             flags = [f for f in CODEX_FLAGS if f not in args]
             head, tail = (extra[:1], extra[1:]) if extra else ([], [])
             return Launch(["codex", *head, *flags, *codex_overrides(), *args, *tail])
-        case "opencode":
-            plugin_dir = session_dir / "opencode" / "plugin"
-            plugin_dir.mkdir(parents=True, exist_ok=True)
-            source = extensions_dir() / "opencode" / "ptyvisor.js"
-            target = plugin_dir / "ptyvisor.js"
-            if not target.exists():
-                target.symlink_to(source)
-            # The TUI plugin, by path: OpenCode adds the plugins of this tui.json to
-            # the user's own (~/.config/opencode/tui.json), which stay untouched.
-            tui_plugin = extensions_dir() / "opencode" / "ptyvisor-tui.js"
-            tui_config = {"plugin": [str(tui_plugin)]}
-            (session_dir / "opencode" / "tui.json").write_text(json.dumps(tui_config))
-            return Launch(
-                ["opencode", *args, *extra],
-                {"OPENCODE_CONFIG_DIR": str(session_dir / "opencode")},
-            )
+        case "opencode" | "kilo":
+            config_dir = opencode_config_dir(session_dir / agent)
+            program, variable = OPENCODE_LIKE[agent]
+            return Launch([program, *args, *extra], {variable: str(config_dir)})
         case "qwen-code":
             defaults = session_dir / "qwen-code" / "system-defaults.json"
             defaults.parent.mkdir(parents=True, exist_ok=True)
@@ -397,11 +411,12 @@ RESUME_OPTION: dict[AgentName, str] = {
     "gemini-cli": "--resume",
     "qwen-code": "--resume",
     "opencode": "--session",
+    "kilo": "--session",
     "pi": "--session",
 }
 """Each agent's option to continue a conversation (Codex's is the subcommand
 ``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
-1.18 (``--session``), Pi 1.6 (a session UUID or a prefix of it), Gemini CLI 0.61
+1.18 and Kilo 7.7 (``--session``), Pi 1.6 (a session UUID or a prefix of it), Gemini CLI 0.61
 (``--resume <uuid>``), Qwen Code 0.24."""
 SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
 """Agents whose parser takes no ``--option=value``: Pi (0.73 and 1.6) reads ``--session=x``

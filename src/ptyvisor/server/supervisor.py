@@ -217,6 +217,8 @@ class Supervisor:
             PTYVISOR_NONCE=identity.nonce,
             PTYVISOR_URL=self.config.url,
         )
+        if identity.agent is not None:
+            env["PTYVISOR_AGENT"] = identity.agent  # which agent an extension speaks for
         if self.config.control_path:
             env["PTYVISOR_CONTROL"] = self.config.control_path
         return env

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Base64Bytes, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from ptyvisor.agents.activity import Activity, ActivityPhase
+from ptyvisor.agents.activity import AgentName as AgentLabel
 from ptyvisor.agents.interaction import Interaction
 from ptyvisor.agents.launch import AgentName
 from ptyvisor.terminal.keys import MAX_KEY_CHARS, MAX_KEYS_CHARS
@@ -510,8 +511,10 @@ class Hello(_Model):
     type: Literal["hello"] = "hello"
     protocol: int = PROTOCOL_VERSION
     server_version: str
-    agents: list[AgentName] = Field(
-        default_factory=list, description="Agent names that spawn's `agent` accepts"
+    agents: list[AgentLabel] = Field(
+        default_factory=list,
+        description="Agent names that spawn's `agent` accepts. Names, not a closed set: a "
+        "newer server offers agents an older client does not know, and still greets it",
     )
     started_at: int = Field(
         default=0,

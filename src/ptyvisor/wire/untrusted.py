@@ -73,6 +73,7 @@ NATIVE_ID_SHAPES: dict[str, re.Pattern[str]] = {
     "qwen-code": re.compile(_UUID),
     "pi": re.compile(_UUID),
     "opencode": re.compile(r"ses_[A-Za-z0-9]{1,64}"),
+    "kilo": re.compile(r"ses_[A-Za-z0-9]{1,64}"),
 }
 """The conversation ids each agent reports (use with ``fullmatch``), as the pinned
 versions make them: Claude Code, Gemini CLI, Qwen Code and Pi a session UUID, Codex

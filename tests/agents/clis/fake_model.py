@@ -63,6 +63,7 @@ ASK_TOOLS: dict[str, str] = {
     "claude-code": "AskUserQuestion",
     "codex": "request_user_input",
     "opencode": "question",
+    "kilo": "question",
     "gemini-cli": "ask_user",
     "qwen-code": "ask_user_question",
 }
@@ -71,6 +72,7 @@ SHELL_TOOLS: dict[str, str] = {
     "claude-code": "Bash",
     "codex": "exec_command",
     "opencode": "bash",
+    "kilo": "bash",
     "pi": "bash",
     "gemini-cli": "run_shell_command",
     "qwen-code": "run_shell_command",
@@ -170,7 +172,7 @@ class Reply:
     ) -> Reply:
         """A shell command through ``agent``'s own tool, shaped so that it needs approval
         where the agent has approvals (Codex: ``require_escalated``; Pi never asks)."""
-        if agent in ("claude-code", "opencode", "gemini-cli", "qwen-code"):
+        if agent in ("claude-code", "opencode", "kilo", "gemini-cli", "qwen-code"):
             arguments: dict[str, Any] = {"command": command, "description": description}
         elif agent == "codex":
             arguments = {
@@ -209,7 +211,7 @@ class Reply:
             }
         elif agent == "codex":
             q = {"id": "q0", "header": header, "question": question, "options": described}
-        elif agent == "opencode":
+        elif agent in ("opencode", "kilo"):
             q = {"question": question, "header": header, "options": described}
         elif agent == "gemini-cli":
             q = {"question": question, "header": header, "type": "choice", "options": described}

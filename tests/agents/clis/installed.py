@@ -29,6 +29,7 @@ AGENTS: dict[str, str] = {
     "claude-code": "claude",
     "codex": "codex",
     "opencode": "opencode",
+    "kilo": "kilo",
     "pi": "pi",
     "gemini-cli": "gemini",
     "qwen-code": "qwen",

@@ -166,12 +166,22 @@ trust_level = "trusted"
 
 
 def _opencode(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    return _opencode_like("opencode", env, url)
+
+
+def _kilo(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    """Kilo Code CLI, an OpenCode fork: the same config under its own names."""
+    return _opencode_like("kilo", env, url)
+
+
+def _opencode_like(name: str, env: dict[str, str], url: str) -> list[str]:
+    prefix = name.upper()
     env.update(
         {
-            "OPENCODE_DISABLE_MODELS_FETCH": "1",
-            "OPENCODE_DISABLE_AUTOUPDATE": "1",
-            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-            "OPENCODE_DISABLE_SHARE": "1",
+            f"{prefix}_DISABLE_MODELS_FETCH": "1",
+            f"{prefix}_DISABLE_AUTOUPDATE": "1",
+            f"{prefix}_DISABLE_LSP_DOWNLOAD": "1",
+            f"{prefix}_DISABLE_SHARE": "1",
             # Each config dir gets a background `npm install @opencode-ai/plugin`
             # (in-process, npm's own fetch stack); offline it fails at once from the empty
             # cache in our HOME instead of reaching registry.npmjs.org.
@@ -180,7 +190,7 @@ def _opencode(env: dict[str, str], home: Path, project: Path, url: str) -> list[
     )
     model = {"name": "Fake model", "tool_call": True, "limit": {"context": 200000, "output": 8192}}
     _write_json(
-        Path(env["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json",
+        Path(env["XDG_CONFIG_HOME"]) / name / f"{name}.json",
         {
             "$schema": "https://opencode.ai/config.json",
             "model": f"fake/{MODEL}",
@@ -292,6 +302,7 @@ _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "claude-code": _claude_code,
     "codex": _codex,
     "opencode": _opencode,
+    "kilo": _kilo,
     "pi": _pi,
     "gemini-cli": _gemini_cli,
     "qwen-code": _qwen_code,

@@ -26,6 +26,7 @@ PROMPT_SHOWN: dict[str, Screen] = {
     "claude-code": lambda s: "❯" in s and "manual mode on" in s,
     "codex": lambda s: "›" in s and "? for shortcuts" in s,
     "opencode": "Ask anything",
+    "kilo": "Ask anything",
     "pi": lambda s: PI_VERSION_SHOWN in s and "fake-model" in s,
     "gemini-cli": lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
     "qwen-code": "Type your message",
@@ -121,7 +122,7 @@ async def quit_agent(run: AgentRun, agent: str) -> None:
             await run.type("\x03")
             await run.wait_screen("again to exit", wait=10)
             await run.type("\x03")
-        case "pi":
+        case "pi" | "kilo":  # Kilo ignores Ctrl-C on an empty prompt
             await run.type("\x04")
         case _:
             await run.type("\x03")

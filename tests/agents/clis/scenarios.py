@@ -76,6 +76,8 @@ KEYS: dict[str, Keys] = {
         ready_by_screen=True,
     ),
     "opencode": Keys(approval="Permission required", quit=((CTRL_C, None),), approve_after=0.3),
+    # Kilo ignores Ctrl-C on an empty prompt; Ctrl-D quits.
+    "kilo": Keys(approval="Permission required", quit=((CTRL_D, None),), approve_after=0.3),
     "pi": Keys(approval=None, quit=((CTRL_D, None),), approve="", approve_after=0),
     "gemini-cli": Keys(
         approval="Allow execution of [Shell]?", quit=ctrl_c_twice("again to exit"), enter_after=0.1

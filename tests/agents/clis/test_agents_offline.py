@@ -71,6 +71,11 @@ OpenCode 1.18.33 (``opencode``, a Bun binary, alternate screen)
     has answered your questions: "Which colour?"="Blue". ...``. Quit: one Ctrl-C on an
     empty prompt exits 0, printing the session title and an ``opencode -s <id>`` hint.
 
+Kilo Code CLI 7.7.7 (``kilo``, an OpenCode fork, a Bun binary)
+    OpenCode's TUI and config under its own names (``~/.config/kilo/kilo.json``,
+    ``KILO_*`` variables); the same ``Ask anything`` prompt, approval and question
+    dialogs; Ctrl-C on an empty prompt does nothing, Ctrl-D quits with status 0.
+
 Pi 1.6.0 (``pi`` from ``@earendil-works/pi-coding-agent``, Node ≥ 22.19, draws on the
 alternate screen; 0.73.1 rendered inline)
     Ready: ~1-1.5 s; a logo with ``v1.6.0`` beside it (0.73.1: a header ``pi

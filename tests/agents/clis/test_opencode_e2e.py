@@ -1,5 +1,6 @@
-"""OpenCode end to end: the real TUI started through ptyvisor, its real plugin reporting
-activity in-band, a real WebSocket client watching, the fake model scripting each turn.
+"""OpenCode, and its fork Kilo Code CLI, end to end: the real TUI started through
+ptyvisor, its real plugin reporting activity in-band, a real WebSocket client watching,
+the fake model scripting each turn.
 
 What the client must see, in order (``run.phases``): starting (the server's own phase
 until the plugin speaks), waiting once OpenCode is up, then per turn working, with
@@ -20,6 +21,7 @@ import pytest
 
 from ptyvisor.agents.activity import ActivityPhase
 from tests.agents.clis.fake_model import FakeModelServer, Reply
+from tests.agents.clis.ready import PROMPT_SHOWN
 from tests.agents.clis.under_ptyvisor import AgentRun, agent_session, cleared_to_working
 
 pytestmark = pytest.mark.anyio
@@ -28,6 +30,8 @@ ENTER = "\r"
 ESC = "\x1b"
 DOWN = "\x1b[B"
 CTRL_C = "\x03"
+CTRL_D = "\x04"
+QUIT = {"opencode": CTRL_C, "kilo": CTRL_D}
 COMMAND = "echo approved-ran > out.txt && cat out.txt"
 SLOW_COMMAND = "sleep 30 && echo slow-finished"
 QUESTION = "Which colour?"
@@ -39,9 +43,10 @@ arriving in the same instant can be lost (the offline smoke test learned the sam
 
 
 @pytest.mark.timeout(120, func_only=True)
-async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
-    async with FakeModelServer() as model, agent_session("opencode", tmp_path, model) as run:
-        await run.wait_screen("Ask anything", wait=30)
+@pytest.mark.parametrize("agent", ["opencode", "kilo"])
+async def test_opencode_under_ptyvisor(agent: str, tmp_path: Path) -> None:
+    async with FakeModelServer() as model, agent_session(agent, tmp_path, model) as run:
+        await run.wait_screen(PROMPT_SHOWN[agent], wait=30)
         await run.wait_phase("waiting", wait=10)
 
         # 1. A prompt; the model asks for an approved shell command.
@@ -56,7 +61,7 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         call = await run.scripted_request(since, "the shell call")
         approval = await run.wait_interaction(since=mark, wait=30)
         assert approval.kind == "approval"
-        assert approval.agent == "opencode"
+        assert approval.agent == agent
         assert approval.tool == "bash"
         assert approval.title == "Run a shell command"
         assert {"label": "Command", "value": COMMAND, "monospace": True} in [
@@ -139,8 +144,9 @@ async def test_opencode_under_ptyvisor(tmp_path: Path) -> None:
         assert failed.activity.reason is not None and ERROR in failed.activity.reason
         assert await _settled(run) is ActivityPhase.FAILED
 
-        # 6. Quit: one Ctrl-C on an empty prompt exits 0.
-        await run.type(CTRL_C)
+        # 6. Quit on an empty prompt exits 0: one Ctrl-C in OpenCode; Kilo ignores
+        # Ctrl-C there and quits on Ctrl-D.
+        await run.type(QUIT[agent])
         stopped = await run.wait_phase("stopped", since=mark, wait=20)
         assert stopped.activity.reason is None
 

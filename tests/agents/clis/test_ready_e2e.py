@@ -23,7 +23,7 @@ RUNS = 5
 @pytest.mark.timeout(120, func_only=True)
 @pytest.mark.parametrize("run", range(RUNS))
 @pytest.mark.parametrize(
-    "agent", ["claude-code", "codex", "opencode", "pi", "gemini-cli", "qwen-code"]
+    "agent", ["claude-code", "codex", "opencode", "kilo", "pi", "gemini-cli", "qwen-code"]
 )
 async def test_prompt_typed_at_ready_reaches_the_model(
     agent: str, run: int, tmp_path: Path
@@ -31,7 +31,7 @@ async def test_prompt_typed_at_ready_reaches_the_model(
     timing, phases = await typed_at_ready(agent, tmp_path)
     assert phases == READY_PHASES, phases
     assert timing.typed >= timing.ready
-    if agent == "opencode":
+    if agent in ("opencode", "kilo"):
         # The TUI plugin reported the turn at Enter, before OpenCode's server had
         # the session whose id each of its own reports carries.
         assert timing.working_session is None, "the first working came from the server"

@@ -35,6 +35,7 @@ READY: dict[str, Screen] = {
     **PROMPT_SHOWN,
     # A resumed OpenCode shows its conversation instead of "Ask anything".
     "opencode": lambda screen: "ctrl+p" in screen and "Fake model" in screen,
+    "kilo": lambda screen: "ctrl+p" in screen and "Fake model" in screen,
 }
 RESUMED: dict[str, Screen] = {
     **READY,

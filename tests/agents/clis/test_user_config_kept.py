@@ -26,8 +26,8 @@ def claude_user_hook(home: Path, marker: Path) -> list[Path]:
     return [settings]
 
 
-def opencode_user_plugin(home: Path, marker: Path) -> list[Path]:
-    plugin = home / ".config" / "opencode" / "plugins" / "mine.js"
+def opencode_user_plugin(home: Path, marker: Path, name: str = "opencode") -> list[Path]:
+    plugin = home / ".config" / name / "plugins" / "mine.js"
     plugin.parent.mkdir(parents=True, exist_ok=True)
     plugin.write_text(
         'import { writeFileSync } from "node:fs";\n'
@@ -37,6 +37,10 @@ def opencode_user_plugin(home: Path, marker: Path) -> list[Path]:
         "};\n"
     )
     return [plugin]
+
+
+def kilo_user_plugin(home: Path, marker: Path) -> list[Path]:
+    return opencode_user_plugin(home, marker, "kilo")
 
 
 def pi_user_extension(home: Path, marker: Path) -> list[Path]:
@@ -76,6 +80,7 @@ def qwen_user_hook(home: Path, marker: Path) -> list[Path]:
 USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
     "claude-code": claude_user_hook,
     "opencode": opencode_user_plugin,
+    "kilo": kilo_user_plugin,
     "pi": pi_user_extension,
     "gemini-cli": gemini_user_hook,
     "qwen-code": qwen_user_hook,
