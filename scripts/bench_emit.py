@@ -5,14 +5,22 @@ slave, N times outside a session (the no-op path), and the hook entry point
 (``python -m ptyvisor.agents.hooks claude-code``) on a PreToolUse and a PermissionRequest
 payload, and prints percentiles beside a bare interpreter start. The
 PermissionRequest runs twice: with no control socket (the server is down: the hook
-must fail open at once) and with a socket that refuses connections.
+must fail open at once) and with a socket that refuses connections. Each hook row is
+also given as a multiple of the bare interpreter, for every agent's tool-call hook.
 
-    .venv/bin/python scripts/bench_emit.py [--runs 50]
+``--baseline SRC`` runs the hook rows with another tree's ``src`` folder first on the
+path too (``git worktree add /tmp/old <commit>``; ``--baseline /tmp/old/src``),
+alternating run by run, so the two trees are compared side by side on one machine in
+one run. Both trees are byte-compiled first: with ``PYTHONDONTWRITEBYTECODE`` set (as
+on the CI machines) every run would otherwise compile its modules from source.
+
+    .venv/bin/python scripts/bench_emit.py [--runs 50] [--baseline OLD/src]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import select
@@ -42,19 +50,43 @@ def timed(
     return samples
 
 
-def report(label: str, samples: list[float]) -> None:
+def report(label: str, samples: list[float], bare: float | None = None) -> None:
     ordered = sorted(samples)
-    p95 = ordered[int(len(ordered) * 0.95) - 1]
+    p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
+    times = f"   {statistics.median(samples) / bare:4.1f}x bare" if bare else ""
     print(
-        f"{label:28s} median {statistics.median(samples) * 1000:6.1f} ms"
-        f"   p95 {p95 * 1000:6.1f} ms   max {ordered[-1] * 1000:6.1f} ms"
+        f"{label:34s} median {statistics.median(samples) * 1000:6.1f} ms"
+        f"   p95 {p95 * 1000:6.1f} ms   max {ordered[-1] * 1000:6.1f} ms{times}"
     )
+
+
+def side_by_side(
+    trees: dict[str, dict[str, str]], runs: int, argv: list[str], stdin: bytes
+) -> dict[str, list[float]]:
+    """``argv`` under each tree's environment, alternating run by run."""
+    samples: dict[str, list[float]] = {label: [] for label in trees}
+    for _ in range(runs):
+        for label, env in trees.items():
+            samples[label] += timed(env, 1, argv, stdin)
+    return samples
+
+
+TOOL_CALLS = {
+    "claude-code": "PreToolUse",
+    "qwen-code": "PreToolUse",
+    "codex": "PreToolUse",
+    "gemini-cli": "BeforeTool",
+}
+"""The hook every agent runs around each tool call."""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
-    runs = parser.parse_args().runs
+    parser.add_argument("--baseline", type=Path, help="another tree's src folder")
+    args = parser.parse_args()
+    runs, baseline = args.runs, args.baseline
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "src"), quiet=1)
     master, slave = os.openpty()
     os.set_blocking(master, False)
     base = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
@@ -83,28 +115,36 @@ def main() -> None:
     assert received[0] > 0, "emit wrote no frames"
     report("emit inside a session", written)
     report("emit outside (no-op)", timed(base, runs))
-    hook = [sys.executable, "-m", "ptyvisor.agents.hooks", "claude-code"]
+    bare = statistics.median(timed(base, runs, [sys.executable, "-c", "pass"]))
+    report("bare python -c pass", [bare])
+    trees = {"": inside}
+    if baseline is not None:
+        compileall.compile_dir(str(baseline), quiet=1)
+        trees["baseline "] = {**inside, "PYTHONPATH": str(baseline)}
+    hook = [sys.executable, "-m", "ptyvisor.agents.hooks"]
     pre_tool = {
         "session_id": "bench",
-        "hook_event_name": "PreToolUse",
         "tool_name": "Bash",
         "tool_input": {"command": "npm test", "description": "Run the tests"},
     }
-    permission = {**pre_tool, "hook_event_name": "PermissionRequest"}
-    report("claude hook PreToolUse", timed(inside, runs, hook, json.dumps(pre_tool).encode()))
-    payload = json.dumps(permission).encode()
+    for agent, event in TOOL_CALLS.items():
+        payload = json.dumps({**pre_tool, "hook_event_name": event}).encode()
+        measured = side_by_side(trees, runs, [*hook, agent], payload)
+        for label, samples in measured.items():
+            report(f"{label}{agent} {event}", samples, bare)
+    permission = json.dumps({**pre_tool, "hook_event_name": "PermissionRequest"}).encode()
+    claude = [*hook, "claude-code"]
     with tempfile.TemporaryDirectory() as scratch:
         refusing = Path(scratch) / "refusing.sock"
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.bind(str(refusing))  # bound, never listening: connection refused
-        down = {**inside, "PTYVISOR_CONTROL": str(Path(scratch) / "missing.sock")}
-        report("permission, server down", timed(down, runs, hook, payload))
-        refused = {**inside, "PTYVISOR_CONTROL": str(refusing)}
-        report("permission, socket refuses", timed(refused, runs, hook, payload))
-    start = time.perf_counter()
-    for _ in range(runs):
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-    report("bare python -c pass", [(time.perf_counter() - start) / runs])
+        for what, control in (("server down", "missing.sock"), ("socket refuses", refusing)):
+            envs = {
+                label: {**env, "PTYVISOR_CONTROL": str(Path(scratch) / control)}
+                for label, env in trees.items()
+            }
+            for label, samples in side_by_side(envs, runs, claude, permission).items():
+                report(f"{label}permission, {what}", samples, bare)
 
 
 if __name__ == "__main__":

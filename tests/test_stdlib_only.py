@@ -6,10 +6,16 @@ outside the standard library and ptyvisor's own modules that keep the same promi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from ptyvisor.wire.frames import FRAME_PREFIX
+
+from .conftest import env_without_ptyvisor
 
 STDLIB_ONLY = [
     "ptyvisor.keeper.keeper",
@@ -47,3 +53,65 @@ def test_imports_nothing_outside_the_standard_library(module: str) -> None:
         and name.split(".")[0] not in ("ptyvisor", "__main__", "_distutils_hack")
     ]
     assert outside == [], f"{module} loads {outside}"
+
+
+SLOW_IMPORTS = {
+    "typing": "2-7 ms",
+    "dataclasses": "15 ms, with inspect",
+    "hashlib": "3 ms: OpenSSL",
+    "socket": "3 ms",
+    "subprocess": "6 ms",
+    "pathlib": "4 ms",
+}
+"""What the hooks were paying on every tool call, and now only load where needed."""
+TOOL_CALL_EVENTS = {
+    "claude-code": "PreToolUse",
+    "qwen-code": "PreToolUse",
+    "codex": "PreToolUse",
+    "gemini-cli": "BeforeTool",
+}
+
+
+def _loaded(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> set[str]:
+    """The modules a fresh interpreter imports running ``argv`` (``-X importtime``)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.decode().splitlines()
+    return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("agent", sorted(TOOL_CALL_EVENTS))
+def test_a_hook_run_for_a_tool_call_imports_nothing_slow(agent: str, tmp_path: Path) -> None:
+    """Every tool call runs the hook (twice, for Claude Code): a real run, in a real
+    session's environment, loads no slow module beyond what a bare interpreter loads."""
+    master, slave = os.openpty()
+    try:
+        env = {
+            **env_without_ptyvisor(),
+            "PTYVISOR_SESSION": "s1234567",
+            "PTYVISOR_NONCE": "0123456789abcdef0123456789abcdef",
+            "PTYVISOR_TTY": os.ttyname(slave),
+            "GEMINI_CLI_HOME": str(tmp_path),
+        }
+        event = {
+            "session_id": "5f1c2a8e-8b1e-4a56-9a0e-3c6d9f1b2a77",
+            "hook_event_name": TOOL_CALL_EVENTS[agent],
+            "tool_name": "Bash",
+            "tool_input": {"command": "npm test", "description": "Run the tests"},
+        }
+        stdin = json.dumps(event).encode()
+        hook = _loaded(["-m", "ptyvisor.agents.hooks", agent], env, stdin)
+        bare = _loaded(["-c", "pass"], env)
+        assert FRAME_PREFIX in os.read(master, 65536), "the hook wrote no frame"
+    finally:
+        os.close(master)
+        os.close(slave)
+    slow = {name: why for name, why in SLOW_IMPORTS.items() if name in hook - bare}
+    assert slow == {}, f"{agent}'s hook imports {slow}"

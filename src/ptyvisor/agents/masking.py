@@ -13,8 +13,26 @@ holds the cases both must pass.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 MASK = "***"
+
+
+class _Pattern:
+    """A rule's regular expression, compiled the first time it is used: most hook runs
+    (a PreToolUse reports only ``working``) mask nothing and skip the 2 ms."""
+
+    __slots__ = ("_compiled", "_flags", "_source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source, self._flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def sub(self, replacement: str | Callable[[re.Match[str]], str], text: str) -> str:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled.sub(replacement, text)
+
 
 _NAME = (
     r"[A-Za-z0-9_]{0,64}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)"
@@ -25,31 +43,31 @@ _NAME = (
 Every repetition in these patterns is bounded: masking runs on untrusted payloads in
 a hook on every tool call, and an unbounded run would make it quadratic."""
 
-_RULES: list[tuple[re.Pattern[str], str]] = [
+_RULES: list[tuple[_Pattern, str]] = [
     # Provider keys and tokens with a recognisable prefix: keep the prefix.
-    (re.compile(r"\b(sk-ant-|sk-proj-|sk-)[A-Za-z0-9_\-]{16,}"), r"\1" + MASK),
-    (re.compile(r"\b(AIza)[A-Za-z0-9_\-]{30,}"), r"\1" + MASK),
-    (re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"), r"\1" + MASK),
-    (re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), r"\1" + MASK),
-    (re.compile(r"\b(glpat-)[A-Za-z0-9_\-]{16,}"), r"\1" + MASK),
-    (re.compile(r"\b(xox[abprs]-)[A-Za-z0-9\-]{8,}"), r"\1" + MASK),
-    (re.compile(r"\b(npm_)[A-Za-z0-9]{30,}"), r"\1" + MASK),
-    (re.compile(r"\b((?:AKIA|ASIA))[A-Z0-9]{16}\b"), r"\1" + MASK),
+    (_Pattern(r"\b(sk-ant-|sk-proj-|sk-)[A-Za-z0-9_\-]{16,}"), r"\1" + MASK),
+    (_Pattern(r"\b(AIza)[A-Za-z0-9_\-]{30,}"), r"\1" + MASK),
+    (_Pattern(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"), r"\1" + MASK),
+    (_Pattern(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), r"\1" + MASK),
+    (_Pattern(r"\b(glpat-)[A-Za-z0-9_\-]{16,}"), r"\1" + MASK),
+    (_Pattern(r"\b(xox[abprs]-)[A-Za-z0-9\-]{8,}"), r"\1" + MASK),
+    (_Pattern(r"\b(npm_)[A-Za-z0-9]{30,}"), r"\1" + MASK),
+    (_Pattern(r"\b((?:AKIA|ASIA))[A-Z0-9]{16}\b"), r"\1" + MASK),
     # HTTP credentials.
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]+=*", re.IGNORECASE), r"\1 " + MASK),
+    (_Pattern(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]+=*", re.IGNORECASE), r"\1 " + MASK),
     # scheme://user:password@host
     (
-        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^/\s:@]{1,256}:)[^@\s/]{1,256}@"),
+        _Pattern(r"\b([a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^/\s:@]{1,256}:)[^@\s/]{1,256}@"),
         r"\1" + MASK + "@",
     ),
     # JSON keys: "api_key": "value"
     (
-        re.compile(r'("' + _NAME + r'"\s*:\s*")(?:[^"\\]|\\.)*(")', re.IGNORECASE),
+        _Pattern(r'("' + _NAME + r'"\s*:\s*")(?:[^"\\]|\\.)*(")', re.IGNORECASE),
         r"\1" + MASK + r"\2",
     ),
     # Flags: --token X, --password=X, --api-key X
     (
-        re.compile(
+        _Pattern(
             r"(--(?:[a-z0-9]{1,32}-){0,4}(?:token|secret|password|passwd|api-key|apikey|auth|key)"
             r"(?:[=\s]+))(?!-)(\"[^\"]*\"|'[^']*'|\S+)",
             re.IGNORECASE,
@@ -58,7 +76,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     ),
 ]
 
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = _Pattern(
     r"(\b" + _NAME + r"\s*=\s*)(?:\"([^\"]*)\"|'([^']*)'|[^\s\"']+)", re.IGNORECASE
 )
 """API_KEY=x, export GITHUB_TOKEN="x", aws_secret_access_key = x, :_authToken=x"""

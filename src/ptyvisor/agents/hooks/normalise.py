@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+
+try:  # the interpreter's own SHA-256: hashlib would load OpenSSL (3 ms per hook run)
+    from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:  # a build without it
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
 from ptyvisor.agents.masking import mask
 from ptyvisor.wire.frames import encode_frame
+
+TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_TEXT = 4000
 MAX_QUESTIONS = 8
@@ -16,7 +26,10 @@ MAX_OPTIONS = 16
 MAX_SUGGESTIONS = 16
 MAX_ROWS = 16
 
-Payload = dict[str, Any]
+if TYPE_CHECKING:
+    Payload = dict[str, Any]
+else:
+    Payload = dict
 
 
 def text(value: object, limit: int = MAX_TEXT) -> str:
@@ -63,7 +76,8 @@ def request_digest(tool: str, tool_input: object) -> str:
     """A stable id for a request without one: tool name + canonical input, hashed so
     the input itself is not kept."""
     canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), default=str)
-    return "req-" + hashlib.sha256(f"{tool}\0{canonical}".encode()).hexdigest()[:24]
+    digest: str = sha256(f"{tool}\0{canonical}".encode()).hexdigest()
+    return "req-" + digest[:24]
 
 
 def interaction(ident: str, agent: str, tool: str, at: int) -> Payload:
