@@ -460,11 +460,17 @@ class ActivityTracker:
         )
 
     def process_exited(
-        self, *, exit_code: int | None, signal: int | None, now_ms: int, killed: bool = False
+        self,
+        *,
+        exit_code: int | None,
+        signal: int | None,
+        now_ms: int,
+        killed: bool = False,
+        why: str | None = None,
     ) -> bool:
         """Make activity final: ``stopped`` on a clean exit or a kill someone asked
-        for (``killed``: reason "killed"), ``failed`` otherwise. How it ended (exit
-        code, signal) stays in the process state either way."""
+        for (``killed``: reason "killed"), ``failed`` otherwise (``why``, else the
+        status). How it ended (exit code, signal) stays in the process state either way."""
         if self._final:
             return False
         self._final = True
@@ -478,6 +484,8 @@ class ActivityTracker:
             phase, reason = ActivityPhase.FAILED, f"killed by {_signal_name(signal)}"
         else:
             phase, reason = ActivityPhase.FAILED, f"exited with status {exit_code}"
+        if why is not None and phase is ActivityPhase.FAILED:
+            reason = why
         current = self._activity
         if phase is current.phase and reason is None:
             # The agent said it stopped, and then it did: one `stopped`, not two.
@@ -643,6 +651,9 @@ class ProgramExited:
     killed: bool
     """A client asked for it (kill, close)."""
     at: int
+    why: str | None = None
+    """Why it failed, when the session knows better than an exit status (a wrapper
+    whose far side has no ptyvisor, agents/via.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -779,9 +790,9 @@ class ActivityRules:
                 return _changed(changed or self.tracker.attended(at))
             case SignalsSeen(signals=seen, at=at):
                 return _changed(self.tracker.terminal_signals(seen, at))
-            case ProgramExited(exit_code=code, signal=signal, killed=killed, at=at):
+            case ProgramExited(exit_code=code, signal=signal, killed=killed, at=at, why=why):
                 exited = self.tracker.process_exited(
-                    exit_code=code, signal=signal, now_ms=at, killed=killed
+                    exit_code=code, signal=signal, now_ms=at, killed=killed, why=why
                 )
                 return [*_changed(exited), DropQueuedMessage()]
             case MessageQueued(at=at):

@@ -60,6 +60,17 @@ AGENTS: tuple[AgentName, ...] = (
     "qwen-code",
 )
 
+PROGRAMS: dict[AgentName, str] = {
+    "claude-code": "claude",
+    "codex": "codex",
+    "opencode": "opencode",
+    "kilo": "kilo",
+    "pi": "pi",
+    "gemini-cli": "gemini",
+    "qwen-code": "qwen",
+}
+"""Each agent's program, as its package installs it."""
+
 CLAUDE_EVENTS = (
     "SessionStart",
     "UserPromptSubmit",

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import time
@@ -394,6 +395,12 @@ async def _client_command(options: argparse.Namespace) -> int:
                 if not argv and options.agent is None:
                     complain("ptyvisor run: give a command after -- (or --agent)")
                     return 2
+                if options.via and options.agent is None:
+                    complain(
+                        "ptyvisor run: --via starts an agent (--agent); a command "
+                        "takes its wrapper after --"
+                    )
+                    return 2
                 cols, rows = _terminal_size()
                 cwd = options.cwd or os.getcwd()
                 session = await client.spawn(
@@ -404,6 +411,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                     rows=rows,
                     agent=options.agent,
                     record=options.record,
+                    via=shlex.split(options.via) if options.via else None,
                 )
                 if options.detach:
                     say(session.id)

@@ -145,6 +145,14 @@ def _run(sub: Commands) -> None:
         default=None,
         help="start this agent with ptyvisor's extension; arguments after -- go to the agent",
     )
+    run.add_argument(
+        "--via",
+        metavar="WRAPPER",
+        default=None,
+        help="with --agent: start it through WRAPPER ('ssh -t host', 'docker exec -it "
+        "box', 'kubectl exec -it pod --'), whose far side has ptyvisor; it reports from "
+        "there as if local",
+    )
     terminal_options(run)
     run.add_argument(
         "--record",
@@ -546,6 +554,13 @@ def _completion_emit_schema(sub: Commands) -> None:
         "standard input to the server and its answers to standard output; with "
         "--no-autostart, do not start a server when none answers. What `ssh HOST "
         "ptyvisor dial-stdio` runs for a client given -H ssh://HOST.",
+    )
+    sub.add_parser(
+        "via-exec",
+        help="start an agent on the far side of run --via (run by ptyvisor itself)",
+        description="Take the session's setup through the terminal, then start the "
+        "agent with its extension: what `run --agent A --via WRAPPER` runs through the "
+        "wrapper. Arguments: SESSION TOKEN.",
     )
     sub.add_parser(
         "emit",

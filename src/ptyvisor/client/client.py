@@ -400,8 +400,10 @@ class Client:
         rows: int = 24,
         agent: str | None = None,
         record: bool = False,
+        via: Sequence[str] | None = None,
     ) -> SessionSummary:
-        """Start a program (``agent``: one of the names ``hello.agents`` lists).
+        """Start a program (``agent``: one of the names ``hello.agents`` lists;
+        ``via``: a wrapper to start the agent through, ``["ssh", "-t", "host"]``).
         Arguments and a directory that are not valid UTF-8 (as ``os.fsdecode`` names
         them) are sent as their exact bytes."""
         names: dict[str, Any] = {}
@@ -421,6 +423,7 @@ class Client:
             cols=cols,
             rows=rows,
             record=record,
+            via=None if via is None else list(via),
             **names,
         )
         return (await self._call(request, Spawned)).session

@@ -194,6 +194,7 @@ class Dispatcher:
             rows=request.rows,
             agent=request.agent,
             record=request.record,
+            via=request.via,
         )
         return Spawned(req_id=request.req_id, session=session.summary())
 

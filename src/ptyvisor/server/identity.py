@@ -36,6 +36,17 @@ class Identity:
     """The asciicast file it is recorded to (see recording.py), if it is."""
     term: str = DEFAULT_TERM
     """The program's ``TERM``."""
+    via: list[str] | None = None
+    """The wrapper an agent runs through (agents/via.py): ``argv`` is the wrapper and
+    ``ptyvisor via-exec <id> <token>``, ``command`` the wrapper, the agent's program
+    and its arguments."""
+    resume: str | None = None
+    """The agent's own conversation id this session was started to continue."""
+
+    @property
+    def agent_args(self) -> list[str]:
+        """The user's own arguments to the agent (no extension flags, no wrapper)."""
+        return self.command[len(self.via or ()) + 1 :]
 
     def to_json(self) -> dict[str, object]:
         # Names may hold undecodable bytes (surrogateescape): kept as their bytes.
@@ -50,6 +61,8 @@ class Identity:
             "nonce": self.nonce,
             "recording": self.recording,
             "term": self.term,
+            "via": None if self.via is None else [_b64(word) for word in self.via],
+            "resume": self.resume,
         }
 
     @classmethod
@@ -63,8 +76,11 @@ class Identity:
     @classmethod
     def _from_json(cls, data: Mapping[str, Any]) -> Identity:
         agent, recording = data.get("agent"), data.get("recording")
+        via, resume = data.get("via"), data.get("resume")
         if not isinstance(agent, str | None) or not isinstance(recording, str | None):
             raise TypeError("agent and recording are texts")
+        if not isinstance(via, list | None) or not isinstance(resume, str | None):
+            raise TypeError("via is a list, resume a text")
         if not isinstance(data["argv"], list) or not isinstance(data["command"], list):
             raise TypeError("argv and command are lists")
         return cls(
@@ -78,6 +94,8 @@ class Identity:
             nonce=str(data["nonce"]),
             recording=recording,
             term=str(data.get("term", DEFAULT_TERM)),
+            via=None if via is None else [_unb64(word) for word in via],
+            resume=resume,
         )
 
 

@@ -15,7 +15,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ptyvisor.agents.activity import Activity, ActivityPhase, ActivitySource
-from ptyvisor.agents.launch import AGENTS, AgentName, launch
+from ptyvisor.agents.launch import AGENTS, PROGRAMS, AgentName, launch, resume_args
+from ptyvisor.agents.via import COMMAND as VIA_COMMAND
 from ptyvisor.config import BadNotifyTarget, ServerConfig, notify_targets
 from ptyvisor.errors import (
     BadNativeId,
@@ -95,10 +96,12 @@ class Supervisor:
         resume: str | None = None,
         resumed_from: str | None = None,
         record: bool = False,
+        via: Sequence[str] | None = None,
     ) -> Session:
         """Start a session; raises SpawnError (nothing registered) if the program cannot
         start. ``resume``: the agent's own id of a conversation to continue. ``record``:
-        as asciicast (see recording.py), as every session is with ``serve --record``."""
+        as asciicast (see recording.py), as every session is with ``serve --record``.
+        ``via``: a wrapper the agent runs through (agents/via.py)."""
         shortage = descriptors.spawn_shortage()
         if shortage is not None:
             raise SpawnError(shortage)
@@ -107,7 +110,15 @@ class Supervisor:
             session_id = new_session_id()
         extra_env: dict[str, str] = {}
         command = list(argv)
-        if agent is not None:
+        if agent is not None and via:
+            try:  # the far side starts it; its resume id is checked here all the same
+                if resume is not None:
+                    resume_args(agent, resume)
+            except BadNativeId as bad:
+                raise NotResumable(str(bad)) from None
+            command = [*via, PROGRAMS[agent], *argv]
+            argv = [*via, *VIA_COMMAND, session_id, new_nonce()]  # a one-time token
+        elif agent is not None:
             try:
                 started = launch(
                     agent,
@@ -136,6 +147,8 @@ class Supervisor:
             created_at=now_ms(),
             nonce=new_nonce(),
             recording=str(self.config.recordings / f"{session_id}.cast") if recording else None,
+            via=list(via) if agent is not None and via else None,
+            resume=resume,
         )
         environment = self._environment(identity, program_env)
         identity = replace(identity, term=environment.get("TERM", identity.term))
@@ -177,9 +190,9 @@ class Supervisor:
         # put a bad id there: it never reaches the agent's argv.
         problem = native_id_problem(agent, native) if agent in AGENTS and native else None
         if agent in AGENTS and native and problem is None:
-            args, resume = identity.command[1:], native
+            args, resume = identity.agent_args, native
         elif rerun:
-            args = identity.command[1:] if agent in AGENTS else identity.argv
+            args = identity.agent_args if agent in AGENTS else identity.argv
             resume = None
         elif problem is not None:
             raise NotResumable(
@@ -207,6 +220,7 @@ class Supervisor:
             resume=resume,
             resumed_from=session_id,
             record=identity.recording is not None,  # recorded then, recorded again
+            via=identity.via,  # through the same wrapper
         )
 
     def _environment(self, identity: Identity, requested: Mapping[str, str]) -> dict[str, str]:

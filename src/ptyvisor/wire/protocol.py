@@ -200,6 +200,9 @@ class UnwatchSessions(_Request):
     type: Literal["unwatch_sessions"]
 
 
+WrapperWord = Annotated[str, Field(max_length=4096)]
+
+
 class Spawn(_Request):
     """Start a program; with ``agent``, ``argv`` holds the agent's own arguments and
     ptyvisor starts the agent with its extension installed for this session."""
@@ -220,9 +223,20 @@ class Spawn(_Request):
         default_factory=dict,
         description="Added to the program's environment (see the README's Environment)",
     )
+    via: Annotated[list[WrapperWord], Field(min_length=1, max_length=32)] | None = Field(
+        default=None,
+        description="With `agent`: start it through this wrapper (`ssh -t host`, "
+        "`docker exec -it box`), which must run `ptyvisor` on its far side; the agent "
+        "reports from there through the terminal (see the README's Agents through a "
+        "wrapper)",
+    )
 
     @model_validator(mode="after")
     def _command_fits_exec(self) -> Spawn:
+        if self.via is not None and self.agent is None:
+            raise ValueError("via needs an agent: a plain command takes the wrapper in argv")
+        if self.via is not None and any("\0" in word for word in self.via):
+            raise ValueError("via holds a NUL character")
         if self.argv_bytes is not None and self.argv:
             raise ValueError("give argv or argv_bytes, not both")
         if self.cwd_bytes is not None and self.cwd is not None:

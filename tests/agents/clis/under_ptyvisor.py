@@ -201,8 +201,10 @@ async def agent_session(
     cols: int = 120,
     rows: int = 40,
     settings: Settings | None = None,
+    via: list[str] | None = None,
 ) -> AsyncIterator[AgentRun]:
-    """Start ptyvisor's server, spawn ``agent`` through it, attach and watch it."""
+    """Start ptyvisor's server, spawn ``agent`` through it, attach and watch it.
+    ``via``: through this wrapper, whose far side has its own environment."""
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir(parents=True, exist_ok=True)
     env, extra_argv = offline_env(agent, home, project, model.base_url)
@@ -214,7 +216,13 @@ async def agent_session(
         await tg.start(run_server, config)
         async with Client.connect(config.url, TOKEN) as client:
             summary = await client.spawn(
-                extra_argv, agent=agent, cwd=str(project), env=env, cols=cols, rows=rows
+                extra_argv,
+                agent=agent,
+                cwd=str(project),
+                env={} if via else env,
+                cols=cols,
+                rows=rows,
+                via=via,
             )
             await client.attach(summary.id, answers_queries=False)
             run = AgentRun(client, summary.id, model, project)

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from ptyvisor.agents.activity import ActivityPhase, KeyTyped, ProgramExited, Which
+from ptyvisor.agents.via import HELLO_SECONDS
 from ptyvisor.server.session import SessionCore
-from ptyvisor.server.session.core import MAX_FRAME_AHEAD_MS, QueueChanged
+from ptyvisor.server.session.core import MAX_FRAME_AHEAD_MS, QueueChanged, ViaHello
 from ptyvisor.server.session.ending import ENDED_BY, TRANSITIONS, End, ProgramEnd
 from ptyvisor.wire import link as wire
 from ptyvisor.wire.frames import encode_frame, new_nonce
@@ -155,3 +156,63 @@ def test_a_handover_through_the_link_continues_where_it_was() -> None:
     assert after.queued_message == before.queued_message
     assert after.frames == before.frames and after.frames.ignored == 1
     assert received.sessions[0].screen == HandedScreen("$ ", 7)
+
+
+# -- an agent through a wrapper (agents/via.py) ---------------------------------------
+
+VIA = ["ssh", "-t", "far"]
+TOKEN = new_nonce()
+
+
+def hello(token: str = TOKEN, session: str = SID) -> bytes:
+    return encode_frame(session, token, {"type": "via_hello", "at": 1})
+
+
+def wrapped(created_at: int = NOW) -> SessionCore:
+    return SessionCore(SID, NONCE, agent="pi", created_at=created_at, via=(VIA, TOKEN))
+
+
+def test_the_far_sides_hello_is_answered_once_and_shown_to_nobody() -> None:
+    c = wrapped()
+    assert c.awaiting_hello
+    output, outcomes = c.output(b"Last login: today\r\n" + hello(), NOW + 1)
+    assert output == b"Last login: today\r\n" and outcomes == [ViaHello()]
+    assert not c.awaiting_hello
+    # Printed again (cat of a log of this session): nothing more is typed.
+    output, outcomes = c.output(hello(), NOW + 2)
+    assert (output, outcomes) == (b"", [])
+    assert c.frames.rejected == {"nonce": 1}
+
+
+@pytest.mark.parametrize(
+    ("body", "at"),
+    [
+        (hello(token=new_nonce()), NOW + 1),  # another token
+        (hello(session="s1111abcd"), NOW + 1),  # another session's
+        (encode_frame(SID, TOKEN, {"type": "activity", "phase": "working", "at": 1}), NOW + 1),
+        (hello(), NOW + int(HELLO_SECONDS * 1000) + 1),  # too late
+    ],
+)
+def test_no_other_frame_gets_the_setup(body: bytes, at: int) -> None:
+    c = wrapped()
+    assert c.output(body, at)[1] == []
+    assert c.awaiting_hello and sum(c.frames.rejected.values()) == 1
+
+
+def test_a_session_not_wrapped_answers_no_hello() -> None:
+    c = core(agent="pi")
+    assert c.output(hello(), NOW)[1] == [] and not c.awaiting_hello
+
+
+def test_a_far_side_that_ends_before_its_hello_says_why() -> None:
+    c = wrapped()
+    c.feed(ProgramExited(127, None, False, NOW + 5))
+    reason = c.tracker.activity.reason or ""
+    assert "far side of 'ssh -t far' has no ptyvisor" in reason
+    other = wrapped()
+    other.feed(ProgramExited(255, None, False, NOW + 5))  # ssh could not connect
+    assert "'ssh -t far' ended before ptyvisor started" in (other.tracker.activity.reason or "")
+    after = wrapped()
+    after.output(hello(), NOW + 1)
+    after.feed(ProgramExited(127, None, False, NOW + 5))  # the agent's own status now
+    assert after.tracker.activity.reason == "exited with status 127"

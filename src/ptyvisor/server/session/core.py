@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
@@ -31,10 +31,12 @@ from ptyvisor.agents.activity import (
     FrameApplied,
     IdRefused,
     MessageQueued,
+    ProgramExited,
     Stale,
     Which,
     Withdraw,
 )
+from ptyvisor.agents.via import HELLO, HELLO_SECONDS, missing
 from ptyvisor.server.control import nonce_matches
 from ptyvisor.wire.frames import Rejected, RejectReason, decode_frame
 from ptyvisor.wire.link import HandedFrames, HandedScreen, SessionHandover
@@ -54,7 +56,13 @@ class QueueChanged:
     """The queued message came, went or changed: the session list shows it."""
 
 
-Outcome = Changed | QueueChanged
+@dataclass(frozen=True, slots=True)
+class ViaHello:
+    """The far side of the session's wrapper asked for its setup (agents/via.py): the
+    session types it into the terminal, once."""
+
+
+Outcome = Changed | QueueChanged | ViaHello
 """What the session must make known after feeding the core."""
 
 
@@ -78,11 +86,15 @@ class SessionCore:
         agent: str | None,
         created_at: int,
         withdraw: Callable[[int, Which], bool] | None = None,
+        via: tuple[list[str], str] | None = None,
     ) -> None:
         """``withdraw(before, which)``: withdraw held requests a frame ends (the
-        control socket's), returning whether any were."""
+        control socket's), returning whether any were. ``via``: the wrapper an agent
+        runs through and the one-time token of its far side's hello (agents/via.py)."""
         self.id = session_id
         self._nonce = nonce
+        self._via = via
+        self._hello_until = created_at + int(HELLO_SECONDS * 1000)
         self._withdraw = withdraw
         self._scanner = FrameScanner()
         self.rules = ActivityRules(created_at, agent=agent)
@@ -150,6 +162,8 @@ class SessionCore:
     def _authentic(self, body: bytes, now: int) -> list[Outcome]:
         decoded = decode_frame(body, self.id, self._nonce)
         if isinstance(decoded, Rejected):
+            if decoded.reason is RejectReason.NONCE and self._hello(body, now):
+                return [ViaHello()]
             self._reject(decoded.reason.value)
             return []
         try:
@@ -183,6 +197,21 @@ class SessionCore:
             self.frames.applied += 1
         return outcomes
 
+    def _hello(self, body: bytes, now: int) -> bool:
+        """Whether ``body`` is the far side's hello: its token, in time, once."""
+        if self._via is None or now > self._hello_until:
+            return False
+        decoded = decode_frame(body, self.id, self._via[1])
+        if isinstance(decoded, Rejected) or decoded.get("type") != HELLO:
+            return False
+        self._via = (self._via[0], "")  # used: no second setup for anyone
+        return True
+
+    @property
+    def awaiting_hello(self) -> bool:
+        """A wrapped agent whose far side has not said hello yet."""
+        return self._via is not None and bool(self._via[1])
+
     def _reject(self, reason: str, count: int = 1) -> None:
         first = reason not in self.frames.rejected
         self.frames.rejected[reason] = self.frames.rejected.get(reason, 0) + count
@@ -195,6 +224,8 @@ class SessionCore:
     def feed(self, event: Event) -> list[Outcome]:
         """Anything but output (the screen, a key, signals, the time, the exit) for the
         activity rules; what the session must make known."""
+        if isinstance(event, ProgramExited) and self._via is not None and self.awaiting_hello:
+            event = replace(event, why=missing(self._via[0], event.exit_code))
         outcomes: list[Outcome] = []
         for effect in self.rules.handle(event):
             if isinstance(effect, Changed):

@@ -41,6 +41,7 @@ from ptyvisor.agents.activity import (
     Which,
 )
 from ptyvisor.agents.launch import SUBMIT_GAP
+from ptyvisor.agents.via import ViaSetup
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.keeper.proctable import ProcessTable, in_session_tree
 from ptyvisor.keeper.ring import Ring
@@ -53,7 +54,7 @@ from ptyvisor.server.recording import Screen as RecordedScreen
 from ptyvisor.server.records import Records
 from ptyvisor.server.renderer import Renderer
 from ptyvisor.server.session.clients import Clients, Subscriber, snapshot_of
-from ptyvisor.server.session.core import Outcome, QueueChanged, SessionCore
+from ptyvisor.server.session.core import Outcome, QueueChanged, SessionCore, ViaHello
 from ptyvisor.server.session.ending import ProgramEnd
 from ptyvisor.server.session.publish import ActivityPublisher
 from ptyvisor.server.session.reader import Reader
@@ -146,6 +147,8 @@ class Session:
             agent=identity.agent,
             created_at=identity.created_at,
             withdraw=None if withdraw is None else functools.partial(withdraw, identity.id),
+            # The far side's one-time token ends argv (supervisor.spawn, agents/via.py).
+            via=None if identity.via is None else (identity.via, identity.argv[-1]),
         )
         self.tracker = self.core.tracker
         start_seq, held = ring.contents() if ring is not None else (0, b"")
@@ -338,6 +341,18 @@ class Session:
                 self.publisher.changed()
             elif isinstance(outcome, QueueChanged):
                 self._on_change()
+            elif isinstance(outcome, ViaHello) and self.agent is not None:
+                # The setup goes before any key typed later; it holds the nonce, so it
+                # is written straight to the program, never through what clients see.
+                setup = ViaSetup(
+                    self.id,
+                    self.identity.nonce,
+                    self.agent,
+                    self.identity.agent_args,
+                    self.identity.resume,
+                )
+                self._input.add(setup.line(), time.monotonic())
+                self._input_ready.set()
         if self.core.rules.wants_ticks():
             self._ticks_wanted.set()
 
