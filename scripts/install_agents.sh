@@ -2,6 +2,8 @@
 # Install the agent CLIs the end-to-end tests drive, at exact pinned versions.
 #
 #   scripts/install_agents.sh        -> last stdout line: the node_modules/.bin directory
+#   scripts/install_agents.sh PIN... -> the same with other pins (check_agent_updates.sh)
+#   scripts/install_agents.sh --pins -> the pinned packages, one per line
 #
 # Everything goes into ${PTYVISOR_AGENTS_DIR:-~/.cache/ptyvisor/agents}/<hash of the pins>,
 # so changing a pin installs into a fresh folder and never mixes versions. A marker file
@@ -25,6 +27,11 @@ PINS=(
     "@google/gemini-cli@0.61.0"
     "@qwen-code/qwen-code@0.24.4"
 )
+if [[ ${1:-} == --pins ]]; then
+    printf '%s\n' "${PINS[@]}"
+    exit 0
+fi
+[[ $# -gt 0 ]] && PINS=("$@")
 # The bin names the tests call; each must answer --version.
 BINS=(node claude codex opencode kilo pi gemini qwen)
 

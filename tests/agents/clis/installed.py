@@ -49,8 +49,15 @@ def agent_bin_dir() -> Path:
     """Install the pinned CLIs (a no-op when already there) and return the bin directory.
 
     Cached for the process, so a pytest session runs the installer at most once.
+    ``$PTYVISOR_AGENTS_BIN`` names another install's bin directory instead
+    (scripts/check_agent_updates.sh: the newest versions).
     """
-    bin_dir = installed_bin_dir(INSTALL_SCRIPT, "the agent CLIs", AgentsUnavailable)
+    given = os.environ.get("PTYVISOR_AGENTS_BIN")
+    bin_dir = (
+        Path(given)
+        if given
+        else installed_bin_dir(INSTALL_SCRIPT, "the agent CLIs", AgentsUnavailable)
+    )
     missing = [name for name in AGENTS.values() if not (bin_dir / name).exists()]
     if missing:
         raise AgentsUnavailable(f"{INSTALL_SCRIPT.name} printed {bin_dir!s} but it lacks {missing}")
