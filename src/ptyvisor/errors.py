@@ -19,7 +19,8 @@
     │   ├── NotResumable          it cannot be started again (the message says why)
     │   ├── NoRecords             the server has no records, or cannot read them now
     │   ├── Gone                  no hook waits for an answer to that interaction
-    │   └── SpawnError            the program cannot be started (the reason says why)
+    │   ├── SpawnError            the program cannot be started (the reason says why)
+    │   └── WorktreeKept          a session's worktree has changes: kept, not removed
     ├── LocalError            this machine or this process failed us
     │   ├── KeeperGone            the keeper is gone: nothing can be started or reaped
     │   ├── RingError             a session's shared-memory ring cannot be used
@@ -77,6 +78,7 @@ __all__ = [
     "UnreadableRecord",
     "UnsafeDirectory",
     "WaitTimeout",
+    "WorktreeKept",
 ]
 
 
@@ -196,6 +198,11 @@ class Gone(Refused):
 
 class SpawnError(Refused):
     """The program cannot be started; the message says why (for the client)."""
+
+
+class WorktreeKept(Refused):
+    """A session was closed but its worktree kept: it has changes (the message says
+    where, and how to remove it)."""
 
 
 # ---------------------------------------------------------------------- local

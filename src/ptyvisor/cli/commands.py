@@ -347,7 +347,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                 await client.kill(options.session)
                 return 0
             case "close":
-                await client.close(options.session)
+                await client.close(options.session, remove_worktree=options.remove_worktree)
                 return 0
             case "answer":
                 return await _answer(client, options)
@@ -412,6 +412,7 @@ async def _client_command(options: argparse.Namespace) -> int:
                     agent=options.agent,
                     record=options.record,
                     via=shlex.split(options.via) if options.via else None,
+                    worktree=options.worktree,
                 )
                 if options.detach:
                     say(session.id)

@@ -153,6 +153,16 @@ def _run(sub: Commands) -> None:
         "box', 'kubectl exec -it pod --'), whose far side has ptyvisor; it reports from "
         "there as if local",
     )
+    run.add_argument(
+        "--worktree",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME",
+        help="start it in a new git worktree of this directory's repository, on a new "
+        "branch ptyvisor/NAME (default NAME: the session's id); close --remove-worktree "
+        "removes it",
+    )
     terminal_options(run)
     run.add_argument(
         "--record",
@@ -334,11 +344,17 @@ def _kill_close_send_unsend(sub: Commands) -> None:
         "Send SIGHUP to every process of the session, SIGKILL after 2 s; the session "
         "stays listed, with its output, until closed.",
     )
-    session_command(
+    close = session_command(
         sub,
         "close",
         "terminate a session and forget it",
         "Kill the session's programs if they run, and remove the session.",
+    )
+    close.add_argument(
+        "--remove-worktree",
+        action="store_true",
+        help="also remove the git worktree it was started in (run --worktree); one with "
+        "uncommitted changes is kept, and said so (exit 1). Its branch stays",
     )
     send = session_command(
         sub,

@@ -401,9 +401,11 @@ class Client:
         agent: str | None = None,
         record: bool = False,
         via: Sequence[str] | None = None,
+        worktree: str | None = None,
     ) -> SessionSummary:
         """Start a program (``agent``: one of the names ``hello.agents`` lists;
-        ``via``: a wrapper to start the agent through, ``["ssh", "-t", "host"]``).
+        ``via``: a wrapper to start the agent through, ``["ssh", "-t", "host"]``;
+        ``worktree``: in a new git worktree of this name, "" for the session's id).
         Arguments and a directory that are not valid UTF-8 (as ``os.fsdecode`` names
         them) are sent as their exact bytes."""
         names: dict[str, Any] = {}
@@ -424,6 +426,7 @@ class Client:
             rows=rows,
             record=record,
             via=None if via is None else list(via),
+            worktree=worktree,
             **names,
         )
         return (await self._call(request, Spawned)).session
@@ -522,8 +525,13 @@ class Client:
     async def kill(self, session_id: str) -> None:
         await self._call(Kill.model_construct(type="kill", session=session_id), Ok)
 
-    async def close(self, session_id: str) -> None:
-        await self._call(Close.model_construct(type="close", session=session_id), Ok)
+    async def close(self, session_id: str, *, remove_worktree: bool = False) -> None:
+        """Kill and forget the session; ``remove_worktree``: and its git worktree
+        (ServerError ``worktree_kept`` when it has changes: kept, the session closed)."""
+        request = Close.model_construct(
+            type="close", session=session_id, remove_worktree=remove_worktree
+        )
+        await self._call(request, Ok)
 
     async def rename(self, session_id: str, name: str) -> None:
         """A new name for the session (kept across restarts and in the records)."""

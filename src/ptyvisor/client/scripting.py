@@ -108,10 +108,13 @@ class Remote:
         env: Mapping[str, str] | None = None,
         cols: int = 80,
         rows: int = 24,
+        worktree: str | None = None,
     ) -> Session:
+        """``worktree``: start it in a new git worktree of this name ("": the session's
+        id), on its own branch (see the README's Worktrees)."""
         summary = await self.client.spawn(
             argv, cwd=cwd or os.getcwd(), env=dict(env or {}), name=name, cols=cols, rows=rows,
-            agent=agent,
+            agent=agent, worktree=worktree,
         )  # fmt: skip
         return Session(self, summary.id)
 
@@ -264,8 +267,10 @@ class Session:
     async def kill(self) -> None:
         await self.remote.client.kill(self.id)
 
-    async def close(self) -> None:
-        await self.remote.client.close(self.id)
+    async def close(self, *, remove_worktree: bool = False) -> None:
+        """End the session; ``remove_worktree``: and its worktree, unless it has
+        changes (ServerError ``worktree_kept``)."""
+        await self.remote.client.close(self.id, remove_worktree=remove_worktree)
 
 
 def _clean(data: bytes, strip: bool) -> bytes:

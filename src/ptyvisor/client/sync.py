@@ -71,12 +71,22 @@ class Remote(Blocking[scripting.Remote]):
         env: Mapping[str, str] | None = None,
         cols: int = 80,
         rows: int = 24,
+        worktree: str | None = None,
     ) -> Session:
+        """``worktree``: start it in a new git worktree of this name ("": the session's
+        id), on its own branch (see the README's Worktrees)."""
         return Session(
             self._portal,
             self._call(
                 lambda: self._async.spawn(
-                    argv, name=name, cwd=cwd, agent=agent, env=env, cols=cols, rows=rows
+                    argv,
+                    name=name,
+                    cwd=cwd,
+                    agent=agent,
+                    env=env,
+                    cols=cols,
+                    rows=rows,
+                    worktree=worktree,
                 )
             ),
         )
@@ -162,5 +172,7 @@ class Session(Blocking[scripting.Session]):
     def kill(self) -> None:
         self._call(self._async.kill)
 
-    def close(self) -> None:
-        self._call(self._async.close)
+    def close(self, *, remove_worktree: bool = False) -> None:
+        """End the session; ``remove_worktree``: and its worktree, unless it has
+        changes (ServerError ``worktree_kept``)."""
+        self._call(lambda: self._async.close(remove_worktree=remove_worktree))

@@ -24,6 +24,7 @@ from ptyvisor.errors import (
     Refused,
     SpawnError,
     UnknownSession,
+    WorktreeKept,
 )
 from ptyvisor.server.child import SIGNALS
 from ptyvisor.server.outbox import Outbox
@@ -93,6 +94,8 @@ def wire_error(error: PtyvisorError) -> tuple[ErrorCode, str] | None:
             return "unknown_session", f"no session {error.args[0]!r}"
         case SpawnError():
             return "spawn_failed", str(error)
+        case WorktreeKept():
+            return "worktree_kept", str(error)
         case NotResumable():
             return "not_resumable", str(error)
         case NoRecords():
@@ -195,6 +198,7 @@ class Dispatcher:
             agent=request.agent,
             record=request.record,
             via=request.via,
+            worktree=request.worktree,
         )
         return Spawned(req_id=request.req_id, session=session.summary())
 
@@ -263,7 +267,7 @@ class Dispatcher:
         return Ok(req_id=request.req_id)
 
     async def _close(self, request: Close) -> Reply:
-        await self._supervisor.close(request.session)
+        await self._supervisor.close(request.session, remove_worktree=request.remove_worktree)
         return Ok(req_id=request.req_id)
 
     async def _rename(self, request: Rename) -> Reply:

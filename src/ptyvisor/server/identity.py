@@ -42,6 +42,8 @@ class Identity:
     and its arguments."""
     resume: str | None = None
     """The agent's own conversation id this session was started to continue."""
+    worktree: str | None = None
+    """The git worktree made for it (server/worktrees.py); ``cwd`` is inside it."""
 
     @property
     def agent_args(self) -> list[str]:
@@ -63,6 +65,7 @@ class Identity:
             "term": self.term,
             "via": None if self.via is None else [_b64(word) for word in self.via],
             "resume": self.resume,
+            "worktree": None if self.worktree is None else _b64(self.worktree),
         }
 
     @classmethod
@@ -76,11 +79,13 @@ class Identity:
     @classmethod
     def _from_json(cls, data: Mapping[str, Any]) -> Identity:
         agent, recording = data.get("agent"), data.get("recording")
-        via, resume = data.get("via"), data.get("resume")
+        via, resume, worktree = data.get("via"), data.get("resume"), data.get("worktree")
         if not isinstance(agent, str | None) or not isinstance(recording, str | None):
             raise TypeError("agent and recording are texts")
         if not isinstance(via, list | None) or not isinstance(resume, str | None):
             raise TypeError("via is a list, resume a text")
+        if not isinstance(worktree, str | None):
+            raise TypeError("worktree is a text")
         if not isinstance(data["argv"], list) or not isinstance(data["command"], list):
             raise TypeError("argv and command are lists")
         return cls(
@@ -96,6 +101,7 @@ class Identity:
             term=str(data.get("term", DEFAULT_TERM)),
             via=None if via is None else [_unb64(word) for word in via],
             resume=resume,
+            worktree=None if worktree is None else _unb64(worktree),
         )
 
 

@@ -25,11 +25,13 @@ from ptyvisor.errors import (
     RecordsUnavailable,
     SpawnError,
     UnknownSession,
+    WorktreeKept,
 )
 from ptyvisor.keeper import descriptors
 from ptyvisor.keeper.proctable import ProcessTable
 from ptyvisor.keeper.ring import Ring
 from ptyvisor.keeper.spawn import program_environment
+from ptyvisor.server import worktrees
 from ptyvisor.server.child import Child
 from ptyvisor.server.control import PendingRequests
 from ptyvisor.server.identity import Identity
@@ -97,17 +99,64 @@ class Supervisor:
         resumed_from: str | None = None,
         record: bool = False,
         via: Sequence[str] | None = None,
+        worktree: str | None = None,
+        in_worktree: str | None = None,
     ) -> Session:
         """Start a session; raises SpawnError (nothing registered) if the program cannot
         start. ``resume``: the agent's own id of a conversation to continue. ``record``:
         as asciicast (see recording.py), as every session is with ``serve --record``.
-        ``via``: a wrapper the agent runs through (agents/via.py)."""
+        ``via``: a wrapper the agent runs through (agents/via.py). ``worktree``: start
+        in a new git worktree of this name ("": the session's id; server/worktrees.py);
+        ``in_worktree``: the worktree ``cwd`` is in already (a session started again)."""
         shortage = descriptors.spawn_shortage()
         if shortage is not None:
             raise SpawnError(shortage)
         session_id = new_session_id()
         while session_id in self._sessions:
             session_id = new_session_id()
+        made = None
+        if worktree is not None:
+            made = await worktrees.create(cwd, worktree or session_id, self.config.state_dir)
+            cwd = made.cwd
+        try:
+            return await self._start(
+                session_id,
+                argv,
+                cwd=cwd,
+                env=env,
+                name=name,
+                cols=cols,
+                rows=rows,
+                agent=agent,
+                resume=resume,
+                resumed_from=resumed_from,
+                record=record,
+                via=via,
+                worktree=in_worktree if made is None else made.path,
+            )
+        except BaseException:
+            if made is not None:  # nothing in it yet: no session, no worktree
+                with anyio.CancelScope(shield=True), contextlib.suppress(WorktreeKept):
+                    await worktrees.remove(made.path)
+            raise
+
+    async def _start(
+        self,
+        session_id: str,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        name: str | None,
+        cols: int,
+        rows: int,
+        agent: AgentName | None,
+        resume: str | None,
+        resumed_from: str | None,
+        record: bool,
+        via: Sequence[str] | None,
+        worktree: str | None,
+    ) -> Session:
         extra_env: dict[str, str] = {}
         command = list(argv)
         if agent is not None and via:
@@ -149,6 +198,7 @@ class Supervisor:
             recording=str(self.config.recordings / f"{session_id}.cast") if recording else None,
             via=list(via) if agent is not None and via else None,
             resume=resume,
+            worktree=worktree,
         )
         environment = self._environment(identity, program_env)
         identity = replace(identity, term=environment.get("TERM", identity.term))
@@ -221,6 +271,7 @@ class Supervisor:
             resumed_from=session_id,
             record=identity.recording is not None,  # recorded then, recorded again
             via=identity.via,  # through the same wrapper
+            in_worktree=identity.worktree,  # in the same worktree (cwd is in it)
         )
 
     def _environment(self, identity: Identity, requested: Mapping[str, str]) -> dict[str, str]:
@@ -376,10 +427,14 @@ class Supervisor:
     def find(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str, *, remove_worktree: bool = False) -> None:
+        """Kill and forget the session; ``remove_worktree``: and its worktree, unless it
+        has changes (raises WorktreeKept then, the session closed all the same)."""
         session = self.get(session_id)
         session.close()
         await session.finished.wait()
+        if remove_worktree and session.identity.worktree is not None:
+            await worktrees.remove(session.identity.worktree)
 
     async def timeline(self, session_id: str) -> tuple[list[Transition], int | None]:
         """The recorded activity transitions of a live or past session, oldest first,
@@ -487,6 +542,7 @@ def past_summary(record: Record) -> SessionSummary:
         raw=raw_names(identity.argv, identity.command, identity.cwd),
         past=True,
         resumed_from=record.resumed_from,
+        worktree=None if identity.worktree is None else display(identity.worktree),
         clients=0,
         created_at=record.created_at,
         size=TermSize(cols=record.cols, rows=record.rows),

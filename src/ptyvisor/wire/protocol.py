@@ -123,6 +123,9 @@ class SessionSummary(_Model):
         description="A session from the records (list with all): no longer served, no "
         "program runs; it can be resumed (see resume)",
     )
+    worktree: str | None = Field(
+        default=None, description="The git worktree it was started in (spawn's worktree)"
+    )
     resumed_from: str | None = Field(
         default=None, description="The session this one resumed (see resume)"
     )
@@ -229,6 +232,13 @@ class Spawn(_Request):
         "`docker exec -it box`), which must run `ptyvisor` on its far side; the agent "
         "reports from there through the terminal (see the README's Agents through a "
         "wrapper)",
+    )
+
+    worktree: Annotated[str, Field(max_length=64)] | None = Field(
+        default=None,
+        description="Start it in a new git worktree of the repository holding `cwd`, on "
+        "a new branch `ptyvisor/<name>`; this is the name (empty: the session's id). "
+        "Resume starts in it again; close's `remove_worktree` removes it",
     )
 
     @model_validator(mode="after")
@@ -350,6 +360,12 @@ class Close(_Request):
 
     type: Literal["close"]
     session: SessionId
+    remove_worktree: bool = Field(
+        default=False,
+        description="Also remove the worktree it was started in (spawn's `worktree`); one "
+        "with modified or untracked files is kept, and the reply is the error "
+        "`worktree_kept` saying where (the session is closed either way)",
+    )
 
 
 class RequestSnapshot(_Request):
@@ -716,6 +732,7 @@ ErrorCode = Literal[
     "not_resumable",
     "no_records",
     "view_only",
+    "worktree_kept",
     "internal",
 ]
 

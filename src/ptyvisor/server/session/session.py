@@ -578,6 +578,7 @@ class Session:
             cwd=display(identity.cwd),
             raw=self._raw_names,
             resumed_from=self.resumed_from,
+            worktree=None if identity.worktree is None else display(identity.worktree),
             recording=identity.recording,
             agent=self.agent or activity.agent,
             process=self.process,
