@@ -114,49 +114,6 @@ class Supervisor:
         session_id = new_session_id()
         while session_id in self._sessions:
             session_id = new_session_id()
-        made = None
-        if worktree is not None:
-            made = await worktrees.create(cwd, worktree or session_id, self.config.state_dir)
-            cwd = made.cwd
-        try:
-            return await self._start(
-                session_id,
-                argv,
-                cwd=cwd,
-                env=env,
-                name=name,
-                cols=cols,
-                rows=rows,
-                agent=agent,
-                resume=resume,
-                resumed_from=resumed_from,
-                record=record,
-                via=via,
-                worktree=in_worktree if made is None else made.path,
-            )
-        except BaseException:
-            if made is not None:  # nothing in it yet: no session, no worktree
-                with anyio.CancelScope(shield=True), contextlib.suppress(WorktreeKept):
-                    await worktrees.remove(made.path)
-            raise
-
-    async def _start(
-        self,
-        session_id: str,
-        argv: Sequence[str],
-        *,
-        cwd: str,
-        env: Mapping[str, str],
-        name: str | None,
-        cols: int,
-        rows: int,
-        agent: AgentName | None,
-        resume: str | None,
-        resumed_from: str | None,
-        record: bool,
-        via: Sequence[str] | None,
-        worktree: str | None,
-    ) -> Session:
         extra_env: dict[str, str] = {}
         command = list(argv)
         if agent is not None and via:
@@ -184,6 +141,14 @@ class Supervisor:
             argv, extra_env = started.argv, started.env
         if not argv:
             raise SpawnError("empty command")
+        made = None
+        if worktree is not None:
+            try:
+                made = await worktrees.create(cwd, worktree or session_id, self.config.state_dir)
+            except SpawnError:
+                shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
+                raise
+            cwd, in_worktree = made.cwd, made.path
         recording = record or self.config.record_dir is not None
         program_env = {**env, **extra_env}
         identity = Identity(
@@ -198,7 +163,7 @@ class Supervisor:
             recording=str(self.config.recordings / f"{session_id}.cast") if recording else None,
             via=list(via) if agent is not None and via else None,
             resume=resume,
-            worktree=worktree,
+            worktree=in_worktree,
         )
         environment = self._environment(identity, program_env)
         identity = replace(identity, term=environment.get("TERM", identity.term))
@@ -214,8 +179,11 @@ class Supervisor:
         )
         try:
             child, ring = await self.owner.start(spec)
-        except SpawnError:
+        except BaseException:
             shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
+            if made is not None:  # nothing in it yet: no session, no worktree
+                with anyio.CancelScope(shield=True), contextlib.suppress(WorktreeKept):
+                    await worktrees.remove(made.path)
             raise
         session = self._add(identity, child, ring, cols=cols, rows=rows, resumed_from=resumed_from)
         log.info("session %s started: %s (pid %d)", session_id, session.name, child.pid)
