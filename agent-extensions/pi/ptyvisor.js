@@ -15,6 +15,12 @@
 // permission gate's confirm, a select): `ui_prompt_start` / `ui_prompt_end`.
 // That is needs_input while it lasts; changes meanwhile are kept and shown
 // once the last dialog closes.
+//
+// oh-my-pi (a Pi fork, 18.x) has neither agent_settled nor ui_prompt_*, but says
+// more about the same things: `agent_end.willContinue` (a retry or continuation
+// is already scheduled), `auto_retry_start` / `auto_retry_end` around its
+// retries, and `tool_approval_requested` / `tool_approval_resolved` around its
+// approval prompt, which count as a dialog here.
 
 import { writeFrame } from "../shared/frame.mjs";
 import { clip, MAX_ID, text } from "../shared/mask.mjs";
@@ -80,7 +86,8 @@ export default function ptyvisor(pi) {
   let hasSettled = false; // this Pi emits agent_settled
   let retries = 0; // consecutive retryable failures, as Pi counts them
   let timer;
-  let dialogs = 0; // blocking extension dialogs open (Pi 1.x ui_prompt_*)
+  let dialogs = 0; // blocking dialogs open (Pi 1.x ui_prompt_*, oh-my-pi approvals)
+  let announced = false; // this run's retries were announced (oh-my-pi auto_retry_*)
   let underneath = ["waiting", undefined]; // what shows again when they close
 
   const write = (phase, reason) => {
@@ -94,6 +101,18 @@ export default function ptyvisor(pi) {
   const publish = (phase, reason) => {
     underneath = [phase, reason];
     if (dialogs === 0 || phase === "stopped") write(phase, reason);
+  };
+
+  const dialogOpened = (reason) => {
+    dialogs += 1;
+    write("needs_input", reason);
+  };
+
+  /** The last dialog closed: what changed meanwhile, or what was there before. */
+  const dialogClosed = () => {
+    if (dialogs === 0) return;
+    dialogs -= 1;
+    if (dialogs === 0) write(...underneath);
   };
 
   const cancel = () => {
@@ -121,6 +140,13 @@ export default function ptyvisor(pi) {
   );
 
   pi.on(
+    "before_agent_start",
+    safe(() => {
+      announced = false; // a new prompt: its own run
+    }),
+  );
+
+  pi.on(
     "agent_start",
     safe((_event, ctx) => {
       cancel();
@@ -143,11 +169,14 @@ export default function ptyvisor(pi) {
       const message = lastAssistant(event?.messages);
       outcome = outcomeOf(message);
       if (hasSettled) return; // agent_settled publishes it
-      if (event?.willRetry === true) {
+      if (event?.willRetry === true || event?.willContinue === true) {
         settleAfter(COMPACTION_MS); // newer Pi says a retry follows; agent_start cancels this
         return;
       }
-      if (outcome[0] !== "failed") {
+      if (outcome[0] !== "failed" || announced) {
+        // Nothing can follow a success; after announced retries, Pi has said it
+        // continues (willContinue above) whenever it does.
+        announced = false;
         publish(...outcome);
         return;
       }
@@ -182,6 +211,31 @@ export default function ptyvisor(pi) {
     }),
   );
 
+  // oh-my-pi: its retries, announced (before the agent_end of the failed attempt).
+  pi.on(
+    "auto_retry_start",
+    safe(() => {
+      announced = true;
+      cancel();
+    }),
+  );
+
+  pi.on(
+    "auto_retry_end",
+    safe(() => {
+      announced = true; // a failure's agent_end follows: publish it at once
+    }),
+  );
+
+  // oh-my-pi's approval prompt (its own select): a dialog like any other.
+  pi.on(
+    "tool_approval_requested",
+    safe((event) => {
+      dialogOpened(`approval: ${isText(event?.toolName) ? event.toolName : "a tool"}`);
+    }),
+  );
+  pi.on("tool_approval_resolved", safe(dialogClosed));
+
   // Newer Pi: the boundary after retries and compaction.
   pi.on(
     "agent_settled",
@@ -195,21 +249,11 @@ export default function ptyvisor(pi) {
   pi.on(
     "ui_prompt_start",
     safe((event) => {
-      dialogs += 1;
-      const title = isText(event?.title) ? event.title : undefined;
       const kind = isText(event?.kind) ? event.kind : "dialog";
-      write("needs_input", title ?? kind);
+      dialogOpened(isText(event?.title) ? event.title : kind);
     }),
   );
-
-  pi.on(
-    "ui_prompt_end",
-    safe(() => {
-      if (dialogs === 0) return;
-      dialogs -= 1;
-      if (dialogs === 0) write(...underneath);
-    }),
-  );
+  pi.on("ui_prompt_end", safe(dialogClosed));
 
   pi.on(
     "session_shutdown",

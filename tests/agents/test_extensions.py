@@ -521,6 +521,47 @@ def test_opencode_plugin_reports_a_session(pty_pair: Pty) -> None:
     ]
 
 
+def test_pi_extension_under_oh_my_pi(pty_pair: Pty) -> None:
+    """oh-my-pi 18.2.3 (its declared event shapes): no agent_settled; a retry is
+    announced (auto_retry_start, then agent_end with willContinue) and never shows as
+    failed; the failure after its last retry shows at once; its approval prompt is
+    needs_input until resolved."""
+    error = "503 Service unavailable"
+    retry = {"maxAttempts": 10, "delayMs": 2000, "errorMessage": error}
+    steps = [
+        pi("session_start"),
+        pi("before_agent_start"),
+        pi("agent_start"),
+        pi("tool_approval_requested", sessionId="s", toolCallId="c1", toolName="bash",
+           approvalMode="always-ask"),
+        pi("tool_approval_resolved", sessionId="s", toolCallId="c1", toolName="bash",
+           approved=True),
+        *turn_end("stop"),
+        pi("before_agent_start"),
+        pi("agent_start"),
+        pi("message_end", message=assistant("error", error)),
+        pi("auto_retry_start", attempt=1, **retry),
+        pi("agent_end", messages=[assistant("error", error)], willContinue=True),
+        pi("agent_start"),
+        pi("message_end", message=assistant("error", error)),
+        pi("auto_retry_end", success=False, attempt=2, finalError=error),
+        pi("agent_end", messages=[assistant("error", error)]),
+        pi("session_shutdown", reason="quit"),
+    ]  # fmt: skip
+    drive(PI_DRIVER, PI_EXTENSION, steps, session_env(pty_pair.path))
+    assert summary(frames_on(pty_pair)) == [
+        ("activity", "waiting", ""),
+        ("activity", "working", ""),
+        ("activity", "needs_input", "approval: bash"),
+        ("activity", "working", ""),
+        ("activity", "waiting", ""),
+        ("activity", "working", ""),
+        ("activity", "working", ""),  # the retry: no failed before it
+        ("activity", "failed", error),  # at once, no backoff guessed
+        ("activity", "stopped", ""),
+    ]
+
+
 @pytest.mark.parametrize(
     ("named", "speaks_for"),
     [("kilo", "kilo"), (None, "opencode"), ("\x1b[31mred", "opencode"), ("A" * 65, "opencode")],
