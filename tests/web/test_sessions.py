@@ -4,7 +4,9 @@ message, kill and close with confirmation."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 from playwright.sync_api import BrowserContext, Page, expect
@@ -299,3 +301,33 @@ def test_program_title_shows_and_survives_reopening(server: Server, page: Page) 
     # Reopened from a snapshot: the server's headless terminal kept the title.
     session_entry(page, "titled").click()
     expect(shown).to_have_text("build: step 2")
+
+
+def test_a_session_in_a_worktree_from_the_form(server: Server, page: Page, tmp_path: Path) -> None:
+    """The form's worktree box: the program runs in a new worktree on its own branch."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    for argv in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "first"]):
+        subprocess.run(["git", "-C", str(repo), *argv], env=env, check=True)
+    login(page, server)
+    page.locator("#new-session-button").click()
+    page.locator("#new-session-kind").select_option("")
+    page.locator("#new-session-command").fill("sh -c 'git branch --show-current; pwd; exec cat'")
+    page.locator("#new-session-cwd").fill(str(repo))
+    page.locator("#new-session-name").fill("tree")
+    page.locator("#new-session-worktree").check()
+    page.locator("#new-session-worktree-name").fill("from-page")
+    page.locator("#new-session-submit").click()
+    expect(page.locator("#new-session-dialog")).to_be_hidden()
+    wait_for_terminal(page, "^ptyvisor/from-page$")
+    listed = {s["name"]: s for s in server.sessions()}
+    worktree = listed["tree"]["worktree"]
+    assert worktree and worktree.endswith("/from-page") and worktree != str(repo)
+    wait_for_terminal(page, "^" + re.escape(worktree) + "$")

@@ -27,7 +27,8 @@ export function describeError(error) {
 
 /**
  * "New session": an agent (from hello.agents) or a plain command, a working
- * directory and a name. Events: `spawned` (detail: SessionSummary).
+ * directory, a name, and perhaps a git worktree of its own (spawn's `worktree`).
+ * Events: `spawned` (detail: SessionSummary).
  */
 export class NewSessionDialog extends EventTarget {
   /**
@@ -46,6 +47,8 @@ export class NewSessionDialog extends EventTarget {
     this.commandHint = byId("new-session-command-hint");
     this.cwd = /** @type {HTMLInputElement} */ (byId("new-session-cwd"));
     this.name = /** @type {HTMLInputElement} */ (byId("new-session-name"));
+    this.worktree = /** @type {HTMLInputElement} */ (byId("new-session-worktree"));
+    this.worktreeName = /** @type {HTMLInputElement} */ (byId("new-session-worktree-name"));
     this.error = byId("new-session-error");
     this.submit = /** @type {HTMLButtonElement} */ (byId("new-session-submit"));
     this.form.addEventListener("submit", (event) => {
@@ -110,12 +113,15 @@ export class NewSessionDialog extends EventTarget {
     if (agent) request.agent = agent;
     if (this.cwd.value.trim()) request.cwd = this.cwd.value.trim();
     if (this.name.value.trim()) request.name = this.name.value.trim();
+    if (this.worktree.checked) request.worktree = this.worktreeName.value.trim();
     this.submit.disabled = true;
     try {
       const reply = /** @type {Spawned} */ (await this.connection.request(request));
       this.dialog.close();
       this.command.value = "";
       this.name.value = "";
+      this.worktree.checked = false;
+      this.worktreeName.value = "";
       this.dispatchEvent(new CustomEvent("spawned", { detail: reply.session }));
     } catch (error) {
       this._fail(`Could not start it: ${describeError(error)}`, this.command);
