@@ -8,6 +8,12 @@ checks its integrity, and copies the few files the page loads into
 ``web/static/vendor/`` — git-ignored, never committed, never fetched at run time.
 Tarballs are cached under ``~/.cache/ptyvisor/npm`` so a reinstall works offline.
 
+The registry is the one npm would use (`npm_settings`): ``npm_config_registry`` in the
+environment, else the ``registry`` (or ``@scope:registry``) of the project's, the
+user's and the global ``npmrc``, with ``${VAR}`` expanded as npm does, and that
+registry's ``_authToken`` sent as npm sends it — so an install behind a mirror works
+without npm on the machine. The token is never printed.
+
 Stdlib only: ``setup.py`` loads this file by path before ptyvisor's dependencies exist.
 Run ``python -m ptyvisor.web_assets`` to vendor again by hand.
 """
@@ -19,10 +25,12 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import tarfile
 import tempfile
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
@@ -127,11 +135,72 @@ def _cache_dir() -> Path:
     return Path(base) / "ptyvisor" / "npm"
 
 
-def _tarball_url(name: str, version: str) -> str:
-    # npm's own setting, so a mirror configured for npm is used here too.
-    registry = os.environ.get("npm_config_registry") or DEFAULT_REGISTRY  # noqa: SIM112
+def npm_settings(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict[str, str]:
+    """npm's configuration as far as fetching goes, by npm's precedence: the global
+    ``npmrc`` (``$NPM_CONFIG_GLOBALCONFIG``, else ``$PREFIX/etc/npmrc`` for
+    ``npm_config_prefix``), the user's (``$NPM_CONFIG_USERCONFIG``, else
+    ``~/.npmrc``), the project's (``./.npmrc``), then ``npm_config_*`` variables (any
+    case). Later wins."""
+    env = os.environ if env is None else env
+    lowered = {key.lower(): value for key, value in env.items()}
+    files = []
+    prefix = lowered.get("npm_config_prefix")
+    globalconfig = lowered.get("npm_config_globalconfig") or (
+        os.path.join(prefix, "etc", "npmrc") if prefix else None
+    )
+    files.append(globalconfig)
+    home = env.get("HOME") or str(Path.home())
+    files.append(lowered.get("npm_config_userconfig") or os.path.join(home, ".npmrc"))
+    files.append(str((cwd or Path.cwd()) / ".npmrc"))
+    settings: dict[str, str] = {}
+    for path in files:
+        if path:
+            settings.update(_read_npmrc(Path(path), env))
+    for key, value in lowered.items():
+        if key.startswith("npm_config_") and value:
+            settings[key.removeprefix("npm_config_")] = value
+    return settings
+
+
+def _read_npmrc(path: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """``key = value`` lines (``;`` and ``#`` comments), ``${VAR}`` from ``env``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    found: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith((";", "#")) or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        value = value.strip().strip('"')
+        found[key.strip()] = re.sub(r"\$\{([^}]*)\}", lambda m: env.get(m[1], ""), value)
+    return found
+
+
+def _registry_for(name: str, settings: Mapping[str, str]) -> str:
+    scope = name.split("/", 1)[0] if name.startswith("@") else None
+    chosen = (scope and settings.get(f"{scope}:registry")) or settings.get("registry")
+    return (chosen or DEFAULT_REGISTRY).rstrip("/")
+
+
+def _auth_token(registry: str, settings: Mapping[str, str]) -> str | None:
+    """The ``//host/path/:_authToken`` npm would send to ``registry``: the one for its
+    path, else for a path above it, up to the host."""
+    nerfed = "//" + registry.split("://", 1)[-1].rstrip("/") + "/"
+    while True:
+        token = settings.get(f"{nerfed}:_authToken")
+        if token:
+            return token
+        if nerfed.count("/") <= 3:  # "//host/"
+            return None
+        nerfed = nerfed[: nerfed.rstrip("/").rfind("/") + 1]
+
+
+def _tarball_url(name: str, version: str, settings: Mapping[str, str]) -> str:
     basename = name.rsplit("/", 1)[-1]
-    return f"{registry.rstrip('/')}/{name}/-/{basename}-{version}.tgz"
+    return f"{_registry_for(name, settings)}/{name}/-/{basename}-{version}.tgz"
 
 
 def _fetch(name: str, version: str, integrity: str, *, quiet: bool) -> bytes:
@@ -144,11 +213,16 @@ def _fetch(name: str, version: str, integrity: str, *, quiet: bool) -> bytes:
         data = cached.read_bytes()
         if hashlib.sha512(data).digest() == expected:
             return data
-    url = _tarball_url(name, version)
+    settings = npm_settings()
+    url = _tarball_url(name, version, settings)
     if not quiet:
         print(f"ptyvisor: fetching {name}@{version} from {url}", file=sys.stderr)
+    request = urllib.request.Request(url)
+    token = _auth_token(_registry_for(name, settings), settings)
+    if token:  # for this registry only: never carried along a redirect to elsewhere
+        request.add_unredirected_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=60) as response:
             data = bytes(response.read())
     except OSError as error:
         raise VendorError(f"{name}@{version}: cannot download {url}: {error}") from None

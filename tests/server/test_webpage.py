@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -236,3 +237,58 @@ def test_vendoring_checks_integrity_and_caches(
     with pytest.raises(web_assets.VendorError, match="integrity"):
         web_assets.vendor(lock_file=lock, vendor_dir=tampered, quiet=True)
     assert not (tampered / "xterm.mjs").exists()
+
+
+class RecordingHandler(QuietHandler):
+    """Serves the folder, and keeps each request's path and Authorization header."""
+
+    seen: ClassVar[list[tuple[str, str | None]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        super().do_GET()
+
+
+def test_vendoring_uses_the_registry_npm_is_configured_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mirror set in the user's .npmrc (not the environment), with ${VAR} expanded
+    and its token sent; a scope's own registry for that scope's packages."""
+    root = tmp_path / "mirror"
+    RecordingHandler.seen = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(RecordingHandler, directory=str(root)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        tarball = _tarball(dict.fromkeys(web_assets.VENDORED["@xterm/xterm"], b"x\n"))
+        (root / "mirror-path/@xterm/xterm/-").mkdir(parents=True)
+        (root / "mirror-path/@xterm/xterm/-/xterm-1.0.0.tgz").write_bytes(tarball)
+        lock = tmp_path / "package-lock.json"
+        pin = {"version": "1.0.0", "integrity": _integrity(tarball)}
+        lock.write_text(json.dumps({"packages": {"node_modules/@xterm/xterm": pin}}))
+        npmrc = tmp_path / "npmrc"
+        npmrc.write_text(
+            "; the user's npm configuration\n"
+            "registry = https://registry.example.invalid/\n"
+            f"@xterm:registry={url}/mirror-path/\n"
+            f"//127.0.0.1:{httpd.server_address[1]}/:_authToken=${{MIRROR_TOKEN}}\n"
+        )
+        for name in ("npm_config_registry", "NPM_CONFIG_REGISTRY"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("NPM_CONFIG_USERCONFIG", str(npmrc))
+        monkeypatch.setenv("MIRROR_TOKEN", "s3cret-token")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        monkeypatch.chdir(tmp_path)
+        settings = web_assets.npm_settings()
+        assert settings["registry"] == "https://registry.example.invalid/"
+        fetched = web_assets._fetch("@xterm/xterm", "1.0.0", pin["integrity"], quiet=True)
+        assert fetched == tarball
+        assert RecordingHandler.seen == [
+            ("/mirror-path/@xterm/xterm/-/xterm-1.0.0.tgz", "Bearer s3cret-token")
+        ]
+        # The environment wins over every file, as in npm.
+        monkeypatch.setenv("NPM_CONFIG_REGISTRY", "https://from-env.example.invalid")
+        assert web_assets.npm_settings()["registry"] == "https://from-env.example.invalid"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
