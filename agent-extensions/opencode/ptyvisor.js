@@ -8,6 +8,7 @@
 // OpenCode calls every export of a plugin module as a plugin, so this module
 // exports the plugin function and nothing else.
 
+import { promptDigest } from "../shared/digest.mjs";
 import { agentName, writeFrame } from "../shared/frame.mjs";
 import { boundInteraction, clip, MAX_ID, text } from "../shared/mask.mjs";
 
@@ -76,10 +77,11 @@ export default async function PtyvisorPlugin() {
     return id;
   };
 
-  const activity = (phase, sessionId, reason) => {
+  const activity = (phase, sessionId, reason, prompt) => {
     const payload = { type: "activity", phase, at: Date.now(), agent: AGENT };
     if (isText(reason)) payload.reason = text(reason);
     if (isText(sessionId)) payload.native_session_id = clip(sessionId, MAX_ID);
+    if (isText(prompt)) payload.prompt = prompt;
     const key = JSON.stringify([phase, payload.reason, payload.native_session_id]);
     if (key === last && phase !== "working") return;
     last = key;
@@ -213,12 +215,18 @@ export default async function PtyvisorPlugin() {
     // The user's prompt, as OpenCode stores it: the turn has begun. Its "busy"
     // status comes only once the model and tools are resolved (seconds on a first
     // prompt). Subagents' prompts (the task tool) are their parent's turn already.
-    "chat.message": async (input) => {
+    "chat.message": async (input, output) => {
       try {
         const id = input?.sessionID;
         if (!isText(id) || parents.has(id)) return;
         turnEnds.delete(id);
-        activity("working", id);
+        // The prompt's digest: a client that typed it learns it was taken.
+        const parts = Array.isArray(output?.parts) ? output.parts : [];
+        const typed = parts
+          .filter((part) => part?.type === "text" && isText(part.text) && !part.synthetic)
+          .map((part) => part.text)
+          .join("\n");
+        activity("working", id, undefined, typed ? promptDigest(typed) : undefined);
       } catch {
         // never break OpenCode
       }

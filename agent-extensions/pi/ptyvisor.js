@@ -22,6 +22,7 @@
 // retries, and `tool_approval_requested` / `tool_approval_resolved` around its
 // approval prompt, which count as a dialog here.
 
+import { promptDigest } from "../shared/digest.mjs";
 import { writeFrame } from "../shared/frame.mjs";
 import { clip, MAX_ID, text } from "../shared/mask.mjs";
 
@@ -90,9 +91,15 @@ export default function ptyvisor(pi) {
   let announced = false; // this run's retries were announced (oh-my-pi auto_retry_*)
   let underneath = ["waiting", undefined]; // what shows again when they close
 
+  let submitted; // the digest of the prompt the next run starts from (input)
+
   const write = (phase, reason) => {
     const payload = { type: "activity", phase, at: Date.now(), agent: AGENT };
     if (isText(reason)) payload.reason = text(reason);
+    if (phase === "working" && submitted !== undefined) {
+      payload.prompt = submitted; // a client that typed it learns it was taken
+      submitted = undefined;
+    }
     if (isText(nativeId)) payload.native_session_id = clip(nativeId, MAX_ID);
     writeFrame(payload);
   };
@@ -136,6 +143,15 @@ export default function ptyvisor(pi) {
       cancel();
       nativeId = sessionIdOf(ctx) ?? nativeId;
       publish("waiting");
+    }),
+  );
+
+  pi.on(
+    "input",
+    safe((event) => {
+      // What the user submitted; a slash command starts no run and is replaced by
+      // the next input.
+      submitted = isText(event?.text) && event.text.trim() ? promptDigest(event.text) : undefined;
     }),
   );
 

@@ -20,6 +20,7 @@
     │   ├── NoRecords             the server has no records, or cannot read them now
     │   ├── Gone                  no hook waits for an answer to that interaction
     │   ├── SpawnError            the program cannot be started (the reason says why)
+    │   ├── PromptNotTaken        a prompt the agent did not confirm taking (says why)
     │   └── WorktreeKept          a session's worktree has changes: kept, not removed
     ├── LocalError            this machine or this process failed us
     │   ├── KeeperGone            the keeper is gone: nothing can be started or reaped
@@ -65,6 +66,7 @@ __all__ = [
     "NoRecords",
     "NotResumable",
     "PeerError",
+    "PromptNotTaken",
     "PtyvisorError",
     "RecordsUnavailable",
     "Refused",
@@ -198,6 +200,15 @@ class Gone(Refused):
 
 class SpawnError(Refused):
     """The program cannot be started; the message says why (for the client)."""
+
+
+class PromptNotTaken(Refused):
+    """The agent did not confirm taking a prompt in time: not ready, its turn did not
+    start, or it ended (``exited``); the message says which."""
+
+    def __init__(self, message: str, *, exited: bool = False) -> None:
+        super().__init__(message)
+        self.exited = exited
 
 
 class WorktreeKept(Refused):

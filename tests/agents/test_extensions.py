@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from ptyvisor.agents.activity import FRAME_PAYLOAD
+from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.hooks.normalise import text as py_text
 from ptyvisor.agents.masking import mask
 from ptyvisor.wire.frames import MAX_FRAME_BYTES, Rejected, decode_frame, encode_frame
@@ -258,6 +259,29 @@ def test_mask_matches_python_on_generated_text() -> None:
     differ = [(c, mask(c), js) for c, js in zip(cases, masked, strict=True) if mask(c) != js]
     assert differ == []
     assert sum(mask(c) != c for c in cases) > 500, "the generator must exercise the rules"
+
+
+DIGEST_ALL = (
+    READ_STDIN
+    + """
+import { promptDigest } from "./agent-extensions/shared/digest.mjs";
+process.stdout.write(JSON.stringify(input.map((s) => promptDigest(s))));
+"""
+)
+
+
+def test_prompt_digest_matches_python_on_generated_text() -> None:
+    """The JS extensions (OpenCode, Pi) and the Python hooks name a prompt alike, so a
+    prompt request is confirmed whichever reports it (lone surrogates aside)."""
+    rng = random.Random(2004)
+    cases = ["", "   ", "x", " a\r\n b\t", *(
+        "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 12))) for _ in range(3000)
+    )]  # fmt: skip
+    stdin = json.dumps(cases, ensure_ascii=False)
+    js = json.loads(run_node(DIGEST_ALL, stdin=stdin).stdout)
+    assert js == [prompt_digest(case) for case in cases]
+    assert prompt_digest("Fix it\r\n  now ") == prompt_digest("Fix it now")
+    assert prompt_digest("Fix it now") != prompt_digest("Fix it not")
 
 
 def test_text_masks_before_cutting_like_python() -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptyvisor.agents.activity import FRAME_PAYLOAD, ActivityPhase, InteractionReport
+from ptyvisor.agents.activity import (
+    FRAME_PAYLOAD,
+    ActivityPhase,
+    ActivityReport,
+    InteractionReport,
+)
+from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.emit import write_frame
 from ptyvisor.agents.hooks import claude_code, codex, gemini_cli, qwen_code
 from ptyvisor.agents.launch import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS
@@ -54,6 +61,30 @@ def test_claude_turn_mapping() -> None:
     failed = claude_code.map_event(claude("StopFailure", error="invalid_request"), 4)
     assert kinds(failed) == ["activity:failed"]
     assert failed[0]["reason"] == "invalid_request"
+
+
+@pytest.mark.parametrize(
+    ("mapper", "event"),
+    [
+        (claude_code.map_event, {"hook_event_name": "UserPromptSubmit"}),
+        (qwen_code.map_event, {"hook_event_name": "UserPromptSubmit"}),
+        (codex.map_event, {"hook_event_name": "UserPromptSubmit"}),
+        (gemini_cli.map_event, {"hook_event_name": "BeforeAgent"}),
+    ],
+)
+def test_the_turn_a_prompt_starts_names_the_prompt_by_digest(
+    mapper: Callable[[dict[str, Any], int], list[dict[str, Any]]], event: dict[str, Any]
+) -> None:
+    """So a client that typed it (the prompt request) learns that it was taken; the
+    frame carries the digest, never the text, and passes the server's own model."""
+    text = "Deploy with TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\n please"
+    frames = mapper({**event, "session_id": "5f1c2a8e-8b1e-4a56-9a0e-3c6d9f1b2a77",
+                     "prompt": text, "transcript_path": ""}, 7)  # fmt: skip
+    working = [f for f in frames if f.get("phase") == "working"]
+    assert [f["prompt"] for f in working] == [prompt_digest(text)]
+    assert "ghp_" not in json.dumps(frames)
+    report = FRAME_PAYLOAD.validate_python(working[0])
+    assert isinstance(report, ActivityReport) and report.prompt == prompt_digest(text)
 
 
 def test_claude_subagents_do_not_end_the_turn() -> None:

@@ -121,6 +121,9 @@ class ActivityReport(BaseModel):
     native_session_id: Annotated[str, Field(min_length=1, max_length=256)] | None = None
     """Untrusted like the rest: the session keeps it only if it is shaped like its
     agent's ids (untrusted.native_id_problem), as a resume puts it into argv."""
+    prompt: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    """On the frame of a turn the user's prompt started: that prompt's digest
+    (digest.prompt_digest), which confirms a ``prompt`` request's text was taken."""
 
 
 SubagentId = Annotated[str, Field(min_length=1, max_length=256)]

@@ -363,6 +363,9 @@ async def _client_command(options: argparse.Namespace) -> int:
                     options.session, *options.keys, literal=options.literal, paste=options.paste
                 )
                 return 0
+            case "prompt":
+                await client.prompt(options.session, options.text, ready_wait=options.wait)
+                return 0  # taken: nothing to print, as send-keys
             case "capture":
                 if options.scrollback < 0:
                     complain("ptyvisor capture: --scrollback takes N >= 0")

@@ -434,6 +434,26 @@ def _send_keys(sub: Commands) -> None:
     )
 
 
+def _prompt(sub: Commands) -> None:
+    prompt = session_command(
+        sub,
+        "prompt",
+        "type a prompt into an agent and confirm it took it",
+        "Wait until the agent is ready for input, type TEXT and Enter, and return once "
+        "the agent itself reports taking that prompt (matched by digest); exit 1 saying "
+        "why when it did not. The text is never in the input box twice.",
+        "ptyvisor prompt agent 'Run the tests and fix what fails'",
+    )
+    prompt.add_argument("text", help="the prompt (a line break goes as part of it)")
+    prompt.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long to wait for the agent to be ready (default: 120)",
+    )
+
+
 def _capture(sub: Commands) -> None:
     capture = session_command(
         sub,
@@ -624,6 +644,7 @@ COMMANDS = (
     _kill_close_send_unsend,
     _answer,
     _send_keys,
+    _prompt,
     _capture,
     _wait,
     _events,

@@ -60,6 +60,8 @@ from ptyvisor.wire.protocol import (
     NotifyTest,
     NotifyTested,
     Ok,
+    Prompt,
+    PromptAccepted,
     Rename,
     RequestSnapshot,
     Resize,
@@ -368,9 +370,9 @@ class Client:
             raise ServerError(reply.code, reply.message)
         return reply
 
-    async def _call(self, message: ClientMessage, kind: type[R]) -> R:
+    async def _call(self, message: ClientMessage, kind: type[R], *, wait: float = 30) -> R:
         """``message``'s reply, which must be a ``kind``."""
-        reply = await self.request(message)
+        reply = await self.request(message, wait)
         if not isinstance(reply, kind):
             raise Disconnected(f"{message.type} was answered with {reply.type}")
         return reply
@@ -532,6 +534,27 @@ class Client:
             type="close", session=session_id, remove_worktree=remove_worktree
         )
         await self._call(request, Ok)
+
+    async def prompt(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        ready_wait: float = 120.0,
+        confirm_wait: float = 20.0,
+    ) -> int:
+        """Type ``text`` as the agent's next prompt and return when (Unix ms) the agent
+        reported taking it (protocol.Prompt); ServerError ``prompt_not_taken`` says
+        why it did not."""
+        request = Prompt.model_construct(
+            type="prompt",
+            session=session_id,
+            text=text,
+            ready_wait=ready_wait,
+            confirm_wait=confirm_wait,
+        )
+        wait = ready_wait + confirm_wait + 30  # the server's own bounds decide
+        return (await self._call(request, PromptAccepted, wait=wait)).at
 
     async def rename(self, session_id: str, name: str) -> None:
         """A new name for the session (kept across restarts and in the records)."""

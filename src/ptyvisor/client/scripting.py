@@ -148,6 +148,16 @@ class Session:
                 return summary
         raise LookupError(f"session {self.id} is gone")
 
+    async def prompt(
+        self, text: str, *, ready_wait: float = 120.0, confirm_wait: float = 20.0
+    ) -> int:
+        """Type ``text`` as the agent's next prompt once it is ready, and return when
+        (Unix ms) it reported taking it; ServerError ``prompt_not_taken`` says why it
+        did not (see the README's *A prompt that is confirmed*)."""
+        return await self.remote.client.prompt(
+            self.id, text, ready_wait=ready_wait, confirm_wait=confirm_wait
+        )
+
     async def send_keys(self, *keys: str, literal: bool = False, paste: bool = False) -> None:
         """Keys by name and text, as ``ptyvisor send-keys`` (see `ptyvisor.terminal.keys`)."""
         await self.remote.client.send_keys(self.id, *keys, literal=literal, paste=paste)

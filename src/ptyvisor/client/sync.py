@@ -108,6 +108,14 @@ class Session(Blocking[scripting.Session]):
     def summary(self) -> SessionSummary:
         return self._call(self._async.summary)
 
+    def prompt(self, text: str, *, ready_wait: float = 120.0, confirm_wait: float = 20.0) -> int:
+        """Type ``text`` as the agent's next prompt once it is ready, and return when
+        (Unix ms) it reported taking it; ServerError ``prompt_not_taken`` says why it
+        did not (see the README's *A prompt that is confirmed*)."""
+        return self._call(
+            lambda: self._async.prompt(text, ready_wait=ready_wait, confirm_wait=confirm_wait)
+        )
+
     def send_keys(self, *keys: str, literal: bool = False, paste: bool = False) -> None:
         """Keys by name and text, as ``ptyvisor send-keys`` (see `ptyvisor.terminal.keys`)."""
         self._call(lambda: self._async.send_keys(*keys, literal=literal, paste=paste))

@@ -42,6 +42,7 @@ from ptyvisor.wire.protocol import (
     ErrorCode,
     Hello,
     Kill,
+    Prompt,
     Sessions,
 )
 
@@ -51,8 +52,9 @@ CLOSE_TIMEOUT_SECONDS = 5.0
 STARTED_AT = time.time_ns() // 1_000_000
 """When this server process started (``hello.started_at``)."""
 NOT_READING = "not reading: too many messages queued for this client"
-SLOW_REQUESTS = (Kill, Close, Answer)
-"""Requests that wait (for a program to stop, a hook to take its answer)."""
+SLOW_REQUESTS = (Kill, Close, Answer, Prompt)
+"""Requests that wait (for a program to stop, a hook to take its answer, an agent to
+take a prompt)."""
 SLOW_REQUESTS_AT_ONCE = 256
 """Slow requests one connection may have under way; more wait (and stop reading)."""
 

@@ -20,6 +20,7 @@ from ptyvisor.errors import (
     Gone,
     NoRecords,
     NotResumable,
+    PromptNotTaken,
     PtyvisorError,
     Refused,
     SpawnError,
@@ -50,6 +51,8 @@ from ptyvisor.wire.protocol import (
     NotifyTest,
     NotifyTested,
     Ok,
+    Prompt,
+    PromptAccepted,
     Rename,
     RequestSnapshot,
     Resize,
@@ -70,7 +73,17 @@ from ptyvisor.wire.protocol import (
     exported_json,
 )
 
-Reply = Sessions | Spawned | SnapshotMessage | Stats | Timeline | Captured | NotifyTested | Ok
+Reply = (
+    Sessions
+    | Spawned
+    | SnapshotMessage
+    | Stats
+    | Timeline
+    | Captured
+    | NotifyTested
+    | PromptAccepted
+    | Ok
+)
 EXPORT_SEND_SECONDS = 30.0
 """How long an export's reply may wait to be sent before its place goes to the next."""
 
@@ -147,6 +160,7 @@ class Dispatcher:
             RequestSnapshot: self._snapshot,
             Rename: self._rename,
             SendKeys: self._send_keys,
+            Prompt: self._prompt,
             Capture: self._capture,
             Export: self._export,
             GetTimeline: self._timeline,
@@ -254,6 +268,20 @@ class Dispatcher:
         if not sent:
             raise RequestError("session_exited", "the program has exited or is busy")
         return Ok(req_id=request.req_id)
+
+    async def _prompt(self, request: Prompt) -> Reply:
+        session = self._session(request.session, typing="input")
+        if session.agent is None:
+            raise RequestError("bad_request", "a prompt goes to an agent's session (--agent)")
+        session.clients.typed_by(self._client)
+        try:
+            at = await session.prompt(
+                request.text, ready_wait=request.ready_wait, confirm_wait=request.confirm_wait
+            )
+        except PromptNotTaken as refused:
+            code: ErrorCode = "session_exited" if refused.exited else "prompt_not_taken"
+            raise RequestError(code, str(refused)) from None
+        return PromptAccepted(req_id=request.req_id, session=session.id, at=at)
 
     async def _signal(self, request: SendSignal) -> Reply:
         session = self._session(request.session)

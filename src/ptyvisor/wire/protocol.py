@@ -456,6 +456,28 @@ class SendKeys(_Request):
         return self
 
 
+class Prompt(_Request):
+    """Type ``text`` as an agent's next prompt and confirm it was taken: wait until the
+    agent is ready for input (``ready_wait``), type it (a bracketed paste where the
+    program asked for that) and Enter, then wait for the agent's own report of taking
+    it, matched by digest (``confirm_wait``); a prompt left in the input box gets
+    another Enter, the text is never typed into the box twice. Replies
+    ``prompt_accepted``; errors: ``prompt_not_taken`` (the message says why),
+    ``session_exited``, ``view_only``, ``bad_request`` (not an agent)."""
+
+    type: Literal["prompt"]
+    session: SessionId
+    text: Annotated[str, Field(min_length=1, max_length=MAX_KEYS_CHARS)]
+    ready_wait: Annotated[float, Field(ge=0, le=3600)] = 120.0
+    confirm_wait: Annotated[float, Field(gt=0, le=600)] = 20.0
+
+    @model_validator(mode="after")
+    def _has_words(self) -> Prompt:
+        if not self.text.split():
+            raise ValueError("text is only whitespace")
+        return self
+
+
 class Rename(_Request):
     """Give the session another name (shown everywhere, kept across restarts and in
     the records; a name is also a session reference on the command line)."""
@@ -520,6 +542,7 @@ ClientMessage = Annotated[
     | Resume
     | GetTimeline
     | SendKeys
+    | Prompt
     | Capture
     | Rename
     | Export
@@ -559,6 +582,15 @@ class Sessions(_Model):
     type: Literal["sessions"] = "sessions"
     req_id: RequestId = None
     sessions: list[SessionSummary]
+
+
+class PromptAccepted(_Model):
+    """The agent reported taking the prompt (see prompt), at ``at`` (Unix ms)."""
+
+    type: Literal["prompt_accepted"] = "prompt_accepted"
+    req_id: RequestId = None
+    session: SessionId
+    at: int
 
 
 class Spawned(_Model):
@@ -733,6 +765,7 @@ ErrorCode = Literal[
     "no_records",
     "view_only",
     "worktree_kept",
+    "prompt_not_taken",
     "internal",
 ]
 
@@ -770,6 +803,7 @@ ServerMessage = Annotated[
     | Captured
     | Exported
     | NotifyTested
+    | PromptAccepted
     | Ok
     | Error,
     Field(discriminator="type"),

@@ -10,7 +10,7 @@ import pytest
 from ptyvisor.agents.activity import ActivityPhase, KeyTyped, ProgramExited, Which
 from ptyvisor.agents.via import HELLO_SECONDS
 from ptyvisor.server.session import SessionCore
-from ptyvisor.server.session.core import MAX_FRAME_AHEAD_MS, QueueChanged, ViaHello
+from ptyvisor.server.session.core import MAX_FRAME_AHEAD_MS, PromptTaken, QueueChanged, ViaHello
 from ptyvisor.server.session.ending import ENDED_BY, TRANSITIONS, End, ProgramEnd
 from ptyvisor.wire import link as wire
 from ptyvisor.wire.frames import encode_frame, new_nonce
@@ -216,3 +216,14 @@ def test_a_far_side_that_ends_before_its_hello_says_why() -> None:
     after.output(hello(), NOW + 1)
     after.feed(ProgramExited(127, None, False, NOW + 5))  # the agent's own status now
     assert after.tracker.activity.reason == "exited with status 127"
+
+
+def test_a_frame_naming_a_prompt_says_it_was_taken_even_when_stale() -> None:
+    c = core(agent="claude-code")
+    digest = "0123456789abcdef"
+    assert PromptTaken(digest) in c.output(report("working", prompt=digest), NOW)[1]
+    c.output(report("waiting", at=NOW), NOW)
+    late = c.output(report("working", at=NOW - 100, prompt=digest), NOW)[1]
+    assert late == [PromptTaken(digest)]  # older than what was applied, and still taken
+    assert c.output(report("working", prompt="NOT-A-DIGEST"), NOW)[1] == []
+    assert c.frames.rejected == {"invalid": 1}

@@ -128,6 +128,8 @@ export function describe(msg: ServerMessage): string {
       return [...msg.scrollback, ...msg.rows].join("\n") + msg.modes.alternate_screen;
     case "notify_tested":
       return msg.results.map((r) => `${r.target} ${r.delivered ? "delivered" : "not"}`).join("\n");
+    case "prompt_accepted":
+      return `${msg.session} took it at ${msg.at}`;
     case "ok":
       // @ts-expect-error: an ok reply has no session
       return `ok ${msg.req_id} ${msg.session}`;

@@ -37,6 +37,7 @@ from ptyvisor.agents.hooks.normalise import (
     request_digest,
     row,
     rows,
+    submitted,
     suggestion_sources,
     suggestions,
     text,
@@ -126,7 +127,7 @@ def map_event(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> l
             continued = dialect.submits_tool_results and not str(event.get("prompt") or "").strip()
             return [
                 cleared(at, None, "tool_results" if continued else "prompt"),
-                activity("working"),
+                activity("working") if continued else submitted(dialect.agent, at, event),
             ]
         case "PreToolUse" if not subagent:
             return [activity("working")]

@@ -25,7 +25,15 @@ from collections.abc import Mapping
 
 from ptyvisor.agents.hooks import normalise
 from ptyvisor.agents.hooks.decide import continue_with_queued_message, request_decision
-from ptyvisor.agents.hooks.normalise import Payload, cleared, request_digest, row, rows, text
+from ptyvisor.agents.hooks.normalise import (
+    Payload,
+    cleared,
+    request_digest,
+    row,
+    rows,
+    submitted,
+    text,
+)
 from ptyvisor.keeper.proctable import process_start
 from ptyvisor.wire.control import Decision
 
@@ -60,7 +68,7 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
     match name:
         case "UserPromptSubmit":
             start_watcher(event)
-            return [cleared(at, None, "prompt"), activity("working", at, event)]
+            return [cleared(at, None, "prompt"), submitted(AGENT, at, event)]
         case "PreToolUse" if event.get("tool_name") == QUESTION_TOOL:
             return [interaction_frame(event, at)]  # 0.171 fires no PermissionRequest for it
         case "PreToolUse":

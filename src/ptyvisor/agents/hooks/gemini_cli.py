@@ -32,7 +32,15 @@ from collections.abc import Mapping
 
 from ptyvisor.agents.hooks import normalise
 from ptyvisor.agents.hooks.decide import continue_with_queued_message
-from ptyvisor.agents.hooks.normalise import Payload, cleared, request_digest, row, rows, text
+from ptyvisor.agents.hooks.normalise import (
+    Payload,
+    cleared,
+    request_digest,
+    row,
+    rows,
+    submitted,
+    text,
+)
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
 if TYPE_CHECKING:
@@ -63,7 +71,7 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
         case "SessionStart":
             return [activity("waiting", at, event)]
         case "BeforeAgent":
-            return [cleared(at, None, "prompt"), activity("working", at, event)]
+            return [cleared(at, None, "prompt"), submitted(AGENT, at, event)]
         case "BeforeTool" if event.get("tool_name") == ASK_TOOL:
             return [question_frame(event, at)]
         case "BeforeTool":

@@ -5,14 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-try:  # the interpreter's own SHA-256: hashlib would load OpenSSL (3 ms per hook run)
-    from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # 3.12+
-except ImportError:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-    except ImportError:  # a build without it
-        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-
+from ptyvisor.agents.digest import hex_digest, prompt_digest
 from ptyvisor.agents.masking import mask
 from ptyvisor.wire.frames import encode_frame
 
@@ -57,6 +50,16 @@ def activity(
     return payload
 
 
+def submitted(agent: str, at: int, event: Mapping[str, Any]) -> Payload:
+    """``working`` for a prompt the agent took, with the prompt's digest: a client that
+    typed it (the ``prompt`` request) learns that it was taken."""
+    payload = activity(agent, "working", at, event)
+    prompt = event.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        payload["prompt"] = prompt_digest(prompt)
+    return payload
+
+
 def subagent(event: Mapping[str, Any]) -> str | None:
     """The id of the subagent a hook fired in (Claude Code's ``agent_id``), or None for
     the main thread; the same text wherever it is sent, so ids compare equal."""
@@ -76,8 +79,7 @@ def request_digest(tool: str, tool_input: object) -> str:
     """A stable id for a request without one: tool name + canonical input, hashed so
     the input itself is not kept."""
     canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), default=str)
-    digest: str = sha256(f"{tool}\0{canonical}".encode()).hexdigest()
-    return "req-" + digest[:24]
+    return "req-" + hex_digest(f"{tool}\0{canonical}".encode())[:24]
 
 
 def interaction(ident: str, agent: str, tool: str, at: int) -> Payload:

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from ptyvisor.agents.activity import (
     FRAME_PAYLOAD,
     ActivityPhase,
+    ActivityReport,
     ActivityRules,
     ActivityTracker,
     Changed,
@@ -62,7 +63,14 @@ class ViaHello:
     session types it into the terminal, once."""
 
 
-Outcome = Changed | QueueChanged | ViaHello
+@dataclass(frozen=True, slots=True)
+class PromptTaken:
+    """The agent reported taking a prompt, by its digest (digest.prompt_digest)."""
+
+    digest: str
+
+
+Outcome = Changed | QueueChanged | ViaHello | PromptTaken
 """What the session must make known after feeding the core."""
 
 
@@ -195,6 +203,8 @@ class SessionCore:
             self.frames.ignored += 1  # older than what was applied: it changed nothing
         else:
             self.frames.applied += 1
+        if isinstance(payload, ActivityReport) and payload.prompt is not None:
+            outcomes.append(PromptTaken(payload.prompt))  # stale or not: it was taken
         return outcomes
 
     def _hello(self, body: bytes, now: int) -> bool:

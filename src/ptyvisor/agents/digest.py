@@ -1,0 +1,32 @@
+"""Digests that name things without keeping them: a request's input (an interaction
+id), a prompt (which turn a confirmed prompt started). Stdlib only and cheap to
+import: hooks use it on every tool call. ``agent-extensions/shared/digest.mjs``
+computes the same prompt digest in the JavaScript extensions."""
+
+from __future__ import annotations
+
+try:  # the interpreter's own SHA-256: hashlib would load OpenSSL (3 ms per hook run)
+    from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:  # a build without it
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+
+import re
+
+PROMPT_DIGEST_CHARS = 16
+_SPACES = re.compile(r"[ \t\n\r\f\v]+")  # ASCII only: JavaScript's \s is wider than str.split
+
+
+def hex_digest(data: bytes) -> str:
+    digest: str = sha256(data).hexdigest()
+    return digest
+
+
+def prompt_digest(text: str) -> str:
+    """A prompt's digest, equal for the text as typed and as the agent reports it:
+    runs of ASCII whitespace count as one space and the ends are trimmed (agents trim
+    a prompt, and a paste's line endings arrive as CR or LF)."""
+    normal = " ".join(word for word in _SPACES.split(text) if word)
+    return hex_digest(normal.encode("utf-8", "replace"))[:PROMPT_DIGEST_CHARS]
