@@ -34,6 +34,22 @@ TOKEN = "agents-token-" + "z" * 20
 Screen = str | re.Pattern[str] | Callable[[str], bool]
 
 
+def _with_options(base: list[str], more: list[str]) -> list[str]:
+    """``base`` then ``more``, an option ``more`` gives again (``--approval-mode x``)
+    replacing the one in ``base``, value and all."""
+    given = {arg for arg in more if arg.startswith("--")}
+    kept: list[str] = []
+    skip = False
+    for arg in base:
+        if skip:
+            skip = False
+        elif arg in given:
+            skip = True  # its value follows
+        else:
+            kept.append(arg)
+    return [*kept, *more]
+
+
 def cleared_to_working(change: ActivityChanged) -> bool:
     """The pending interaction was answered and the turn goes on."""
     return change.activity.phase is ActivityPhase.WORKING and change.pending_interaction is None
@@ -202,12 +218,19 @@ async def agent_session(
     rows: int = 40,
     settings: Settings | None = None,
     via: list[str] | None = None,
+    args: list[str] | None = None,
+    configure: Callable[[dict[str, str]], None] | None = None,
 ) -> AsyncIterator[AgentRun]:
     """Start ptyvisor's server, spawn ``agent`` through it, attach and watch it.
-    ``via``: through this wrapper, whose far side has its own environment."""
+    ``via``: through this wrapper, whose far side has its own environment; ``args``:
+    more of the agent's own arguments; ``configure(env)``: change its offline
+    configuration (files under the env's HOME) before it starts."""
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir(parents=True, exist_ok=True)
     env, extra_argv = offline_env(agent, home, project, model.base_url)
+    extra_argv = _with_options(extra_argv, args or [])
+    if configure is not None:
+        configure(env)
     env["PATH"] = f"{agent_bin_dir()}{os.pathsep}{env['PATH']}"
     config = ServerConfig(
         token=TOKEN, port=0, state_dir=tmp_path / "state", settings=settings or Settings()
