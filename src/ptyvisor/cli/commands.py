@@ -86,6 +86,8 @@ def run_command(args: list[str]) -> int:
         return service.run(options)
     if command == "context":
         return context_command(options)
+    if command == "mcp":
+        return _mcp(options)
     if getattr(options, "detach_key", None) is not None:
         # Checked before anything is spawned: a bad key must not leave a session behind.
         try:
@@ -311,6 +313,18 @@ SESSION_ARGUMENT = frozenset(
     }
 )
 """Commands whose ``session`` argument is a reference (see `refs`)."""
+
+
+def _mcp(options: argparse.Namespace) -> int:
+    """``ptyvisor mcp``: its output is the protocol, so nothing else goes to stdout."""
+    try:
+        from ptyvisor.client import mcp_tools
+    except ImportError as missing:
+        complain(f"ptyvisor mcp: {missing.name} is not installed: pip install 'ptyvisor[mcp]'")
+        return 1
+    url = server_url(options)
+    token = scripting.client_token(url, options.token, options.state_dir)
+    return mcp_tools.main(url, token)
 
 
 async def _client_command(options: argparse.Namespace) -> int:

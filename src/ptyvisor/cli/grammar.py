@@ -308,6 +308,20 @@ def _notify(sub: Commands) -> None:
     client_options(notify_actions.add_parser("test", help="send a test notification"))
 
 
+def _mcp(sub: Commands) -> None:
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the Model Context Protocol on stdin/stdout: agents driving agents",
+        description="Serve MCP on standard input and output (needs ptyvisor[mcp]), so "
+        "an orchestrating agent can list sessions, start an agent, send it a prompt "
+        "(confirmed delivered), read its screen, wait for it, answer what it asks, "
+        "interrupt and close it — through this machine's server, or the one -H or "
+        "--context names.",
+        epilog="example (Claude Code): claude mcp add ptyvisor -- ptyvisor mcp",
+    )
+    client_options(mcp)
+
+
 def _service(sub: Commands) -> None:
     service = sub.add_parser(
         "service",
@@ -640,6 +654,7 @@ COMMANDS = (
     _restart_and_stop,
     _context,
     _notify,
+    _mcp,
     _service,
     _kill_close_send_unsend,
     _answer,
