@@ -59,12 +59,13 @@ async def test_a_reply_or_push_it_cannot_read_costs_that_message_only() -> None:
 
 async def test_a_greeting_it_cannot_read_is_a_disconnection_that_says_why() -> None:
     async def future(ws: ServerConnection) -> None:
+        # A greeting of another shape (agent names it does not know, it reads).
         await ws.send(json.dumps({"type": "hello", "protocol": 99, "server_version": "99",
-                                  "agents": ["not-yet-known"]}))  # fmt: skip
+                                  "agents": [{"future": "shape"}]}))  # fmt: skip
         await ws.wait_closed()
 
     async with scripted(future) as url:
-        with pytest.raises(Disconnected, match=r"greeting cannot be read.*not-yet-known"):
+        with pytest.raises(Disconnected, match=r"greeting cannot be read.*future"):
             async with Client.connect(url, None):
                 pass
 

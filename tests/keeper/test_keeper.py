@@ -172,11 +172,12 @@ def test_a_planned_restart_hands_over_screen_activity_and_queued_message(
         session = await client.spawn(
             ["sh", "-c", STATEFUL.format(bin=PTYVISOR_BIN)], env=child_env(), cols=90, rows=20
         )
-        await client.attach(session.id, since=0)
-        while True:
+        attached = await client.attach(session.id, since=0)
+        # The frame may have been applied before the attach: then it is in the reply.
+        working = attached.session.activity.phase.value == "working"
+        while not working:
             event = await client.next_event()
-            if isinstance(event, ActivityChanged) and event.activity.phase.value == "working":
-                break
+            working = isinstance(event, ActivityChanged) and event.activity.phase.value == "working"
         await client.send_message(session.id, "then do this")
         return session.id, await client.snapshot(session.id)
 
