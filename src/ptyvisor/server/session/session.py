@@ -41,11 +41,9 @@ from ptyvisor.agents.activity import (
     Tick,
     Which,
 )
-from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.launch import SUBMIT_GAP
 from ptyvisor.agents.via import ViaSetup
 from ptyvisor.config import DEFAULT_LAG_LIMIT
-from ptyvisor.errors import PromptNotTaken
 from ptyvisor.keeper.proctable import ProcessTable, in_session_tree
 from ptyvisor.keeper.ring import Ring
 from ptyvisor.server.child import KILL_GRACE_SECONDS, Child
@@ -65,6 +63,7 @@ from ptyvisor.server.session.core import (
     ViaHello,
 )
 from ptyvisor.server.session.ending import ProgramEnd
+from ptyvisor.server.session.prompting import Prompter
 from ptyvisor.server.session.publish import ActivityPublisher
 from ptyvisor.server.session.reader import Reader
 from ptyvisor.server.session.typed_input import TypedInput
@@ -205,10 +204,7 @@ class Session:
         self._renderer_resize_due = anyio.Event()
         self._input = TypedInput(limit=INPUT_LIMIT, gap=SUBMIT_GAP.get(identity.agent or ""))
         self._input_ready = anyio.Event()
-        self._activity_changed = anyio.Event()
-        """Set (and replaced) at each activity change: `prompt` waits on it."""
-        self._prompts: dict[str, anyio.Event] = {}
-        """Prompts being confirmed, by digest: set when the agent reports taking one."""
+        self.prompter = Prompter(self, now_ms)
         self.exited = anyio.Event()
         self._cancel = anyio.CancelScope()
         self.finished = anyio.Event()
@@ -352,14 +348,11 @@ class Session:
         for outcome in outcomes:
             if isinstance(outcome, Changed):
                 self.publisher.changed()
-                self._activity_changed.set()
-                self._activity_changed = anyio.Event()
+                self.prompter.activity_changed()
             elif isinstance(outcome, QueueChanged):
                 self._on_change()
             elif isinstance(outcome, PromptTaken):
-                taken = self._prompts.get(outcome.digest)
-                if taken is not None:
-                    taken.set()
+                self.prompter.taken(outcome.digest)
             elif isinstance(outcome, ViaHello) and self.agent is not None:
                 # The setup goes before any key typed later; it holds the nonce, so it
                 # is written straight to the program, never through what clients see.
@@ -481,61 +474,23 @@ class Session:
         return self.write_input(data)
 
     async def prompt(self, text: str, *, ready_wait: float, confirm_wait: float) -> int:
-        """Type ``text`` as the agent's next prompt and return when (Unix ms) the agent
-        reported taking it, matched by digest (digest.prompt_digest): wait up to
-        ``ready_wait`` for it to be ready for input, type it (a bracketed paste where
-        the program asked for that) and Enter, then wait up to ``confirm_wait`` for
-        its extension's report. Text still in the input box gets another Enter; text
-        that never showed and started no turn is typed once more; the text is never
-        in the box twice. Raises PromptNotTaken saying why not."""
-        digest = prompt_digest(text)
-        ready = await self._wait_activity(
-            lambda phase: phase in IDLE and not self.exited.is_set(), ready_wait
-        )
-        if not ready:
-            phase = self.tracker.activity.phase.value
-            raise PromptNotTaken(
-                f"the agent was not ready for input within {ready_wait:g} s (it is {phase})",
-                exited=self.exited.is_set(),
-            )
-        taken = self._prompts.setdefault(digest, anyio.Event())
-        try:
-            modes = await self.renderer.inspect(lambda terminal: terminal.modes)
-            if not modes.bracketed_paste:  # a newline would submit: words stay words
-                text = " ".join(text.split())
-            data = encode_keys([text], paste=True, bracketed_paste=modes.bracketed_paste)
-            retyped = False
-            if not self.write_input(data + b"\r"):
-                raise PromptNotTaken("the program is not reading its input", exited=True)
-            for _ in range(PROMPT_TRIES):
-                with anyio.move_on_after(confirm_wait / PROMPT_TRIES):
-                    await taken.wait()
-                    return now_ms()
-                if self.exited.is_set():
-                    raise PromptNotTaken("the program ended before it took the prompt", exited=True)
-                rows = await self.renderer.inspect(lambda terminal: terminal.display)
-                if _shows_prompt(text, rows):
-                    self.write_input(b"\r")  # typed, not submitted: submit it
-                elif not retyped and self.tracker.activity.phase in IDLE:
-                    retyped = self.write_input(data + b"\r")  # lost before it was drawn
-            raise PromptNotTaken(
-                f"the agent did not report taking the prompt within {confirm_wait:g} s"
-            )
-        finally:
-            self._prompts.pop(digest, None)
+        """Type ``text`` as the agent's next prompt; when (Unix ms) it reported taking
+        it (see prompting.py). Raises PromptNotTaken saying why not."""
+        return await self.prompter.deliver(text, ready_wait=ready_wait, confirm_wait=confirm_wait)
 
-    async def _wait_activity(self, wanted: Callable[[ActivityPhase], bool], wait: float) -> bool:
-        """Whether the activity's phase is ``wanted`` (now, or within ``wait``) before
-        the program ends."""
-        with anyio.move_on_after(wait):
-            while not wanted(self.tracker.activity.phase):
-                if self.exited.is_set():
-                    return False
-                changed = self._activity_changed
-                with anyio.move_on_after(0.5):  # and the exit, which sets no change
-                    await changed.wait()
-            return True
-        return False
+    # What prompting.Prompter needs of its session (prompting.Typist).
+
+    def phase(self) -> ActivityPhase:
+        return self.tracker.activity.phase
+
+    def ended(self) -> bool:
+        return self.exited.is_set()
+
+    async def bracketed_paste(self) -> bool:
+        return await self.renderer.inspect(lambda terminal: terminal.modes.bracketed_paste)
+
+    async def screen_rows(self) -> list[str]:
+        return await self.renderer.inspect(lambda terminal: terminal.display)
 
     async def resize(self, cols: int, rows: int) -> None:
         """Resize the program, and the headless terminal once it has rendered what
@@ -679,18 +634,6 @@ class Session:
             frames_rejected=dict(frames.rejected),
             client_queues=self.clients.queues(),
         )
-
-
-IDLE = (ActivityPhase.WAITING, ActivityPhase.FAILED)
-"""An agent at its input prompt: ready (or its last turn failed)."""
-PROMPT_TRIES = 3
-"""Looks at a prompt not yet confirmed (`Session.prompt`): each may press Enter again."""
-
-
-def _shows_prompt(text: str, rows: Sequence[str]) -> bool:
-    """Whether the screen shows the start of ``text`` (in an input box, say)."""
-    start = " ".join(text.split())[:24]
-    return bool(start) and any(start in " ".join(row.split()) for row in rows)
 
 
 def new_session_id() -> str:
