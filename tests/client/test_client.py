@@ -46,6 +46,9 @@ async def test_a_reply_or_push_it_cannot_read_costs_that_message_only() -> None:
         await ws.send("not json at all")
         second = json.loads(await ws.recv())
         await ws.send(Sessions(req_id=second["req_id"], sessions=[]).model_dump_json())
+        third = json.loads(await ws.recv())
+        newer = {"code": "a_code_from_the_future", "message": "said so"}
+        await ws.send(json.dumps({"type": "error", "req_id": third["req_id"], **newer}))
         await ws.wait_closed()
 
     async with scripted(newer_server) as url, Client.connect(url, None) as client:
@@ -55,6 +58,9 @@ async def test_a_reply_or_push_it_cannot_read_costs_that_message_only() -> None:
         assert await client.list() == []
         with pytest.raises(TimeoutError):
             await client.next_event(wait=0.2)  # nothing it could not read was passed on
+        with pytest.raises(ServerError) as newer:  # a newer server's error: still its error
+            await client.list()
+        assert (newer.value.code, newer.value.message) == ("a_code_from_the_future", "said so")
 
 
 async def test_a_greeting_it_cannot_read_is_a_disconnection_that_says_why() -> None:

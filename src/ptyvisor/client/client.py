@@ -302,6 +302,12 @@ class Client:
         req_id = fields.get("req_id") if isinstance(fields, dict) else None
         shown = printable(str(kind)[:40])
         if isinstance(req_id, int) and req_id in self._pending:
+            code, said = (fields or {}).get("code"), (fields or {}).get("message")
+            if kind == "error" and isinstance(code, str) and isinstance(said, str):
+                # A newer server's error code: still that error, with its message.
+                return Error.model_construct(
+                    type="error", req_id=req_id, code=printable(code[:64]), message=said
+                )
             return Error(
                 req_id=req_id,
                 code="bad_message",
