@@ -191,7 +191,8 @@ async def test_every_request_type_has_a_handler(harness: Harness) -> None:
     refusal of the request (here: no such session), never a missing handler."""
     filled: dict[str, Any] = {"session": "s-none", "interaction": "i1", "message": "m",
                               "name": "n", "data": "x", "keys": ["Enter"], "cols": 40,
-                              "rows": 10, "signal": "INT", "argv": ["true"]}  # fmt: skip
+                              "rows": 10, "signal": "INT", "argv": ["true"],
+                              "text": "t"}  # fmt: skip
     kinds = get_args(get_args(ClientMessage)[0])
     assert len(kinds) >= 23
     for kind in kinds:
