@@ -3,17 +3,20 @@
 #
 #   scripts/check_agent_updates.sh [AGENT...]     (default: every agent)
 #
-# Asks the registry for the newest version of every package install_agents.sh pins,
-# installs those into a separate cache (${PTYVISOR_AGENTS_DIR_NEWEST:-~/.cache/ptyvisor/
-# agents-newest}, so the pinned install the suite uses stays as it is), runs each
-# agent's end-to-end tests (tests/agents/clis, selected by the agent's name) against
-# them, and prints a table: agent, pinned, newest, passed, failed. Not part of CI: the
-# registry moves under it. A failure is where to look before moving a pin; the tests'
-# expectations (a version drawn on the start screen, say) may be what changed.
+# Asks the registry for the newest version of every package install_agents.sh pins.
+# For each agent whose newest differs from its pin, installs the pinned set with just
+# that one moved (into ${PTYVISOR_AGENTS_DIR_NEWEST:-~/.cache/ptyvisor/agents-newest},
+# so the install the suite uses stays as it is) and runs that agent's end-to-end tests
+# (tests/agents/clis) against it. Prints a table: agent, pinned, newest, passed,
+# failed; a newest version that does not install says so in its row (the registry
+# sometimes lacks a platform package for days). Not part of CI: the registry moves
+# under it. A failure is where to look before moving a pin; the tests' expectations
+# (a version drawn on the start screen, say) may be what changed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 python=${PYTHON:-$root/.venv/bin/python}
+cache=${PTYVISOR_AGENTS_DIR_NEWEST:-$HOME/.cache/ptyvisor/agents-newest}
 
 # package -> agent name the tests use (node is the runtime, not an agent).
 declare -A AGENT_OF=(
@@ -24,58 +27,59 @@ declare -A AGENT_OF=(
 )
 wanted=("$@")
 
-newest_pins=()
-declare -A PINNED NEWEST
-while read -r pin; do
-    package=${pin%@*}
-    version=${pin##*@}
-    latest=$(npm view "$package" version 2>/dev/null || echo "?")
-    [[ $package == node ]] && latest=$version  # the runtime stays pinned
-    [[ $latest == "?" ]] && latest=$version
-    PINNED[$package]=$version
-    NEWEST[$package]=$latest
-    newest_pins+=("$package@$latest")
-done < <(bash "$here/install_agents.sh" --pins)
-
-echo "check_agent_updates: installing ${newest_pins[*]}" >&2
-bin=$(PTYVISOR_AGENTS_DIR=${PTYVISOR_AGENTS_DIR_NEWEST:-$HOME/.cache/ptyvisor/agents-newest} \
-    bash "$here/install_agents.sh" "${newest_pins[@]}" | tail -n 1)
-
+mapfile -t pins < <(bash "$here/install_agents.sh" --pins)
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
-(cd "$root" && PTYVISOR_AGENTS_BIN=$bin "$python" -m pytest -q --collect-only -p no:randomly \
-    tests/agents/clis) | grep '::' >"$results/collected"
-printf '%-14s %-12s %-12s %6s %6s\n' agent pinned newest passed failed
-for package in "${!AGENT_OF[@]}"; do
-    agent=${AGENT_OF[$package]}
+(cd "$root" && "$python" -m pytest -q --collect-only -p no:randomly tests/agents/clis) \
+    | grep '::' >"$results/collected"
+
+row() { printf '%-12s %-10s %-10s %6s %6s  %s\n' "$@"; }
+row agent pinned newest passed failed ""
+for pin in "${pins[@]}"; do
+    package=${pin%@*}
+    pinned=${pin##*@}
+    agent=${AGENT_OF[$package]:-}
+    [[ -z $agent ]] && continue
     if [[ ${#wanted[@]} -gt 0 && ! " ${wanted[*]} " =~ " $agent " ]]; then continue; fi
+    newest=$(npm view "$package" version 2>/dev/null || echo "?")
+    if [[ $newest == "?" || $newest == "$pinned" ]]; then
+        row "$agent" "$pinned" "$newest" - - "the pinned version is the newest"
+        continue
+    fi
+    # The pinned set with this one agent moved to its newest version.
+    moved=()
+    for other in "${pins[@]}"; do
+        [[ ${other%@*} == "$package" ]] && moved+=("$package@$newest") || moved+=("$other")
+    done
+    if ! bin=$(PTYVISOR_AGENTS_DIR=$cache bash "$here/install_agents.sh" "${moved[@]}" \
+        2>"$results/$agent.install" | tail -n 1); then
+        why=$( (grep -m1 -iE 'notarget|no matching version|failed to' "$results/$agent.install" \
+            || grep -m1 -i 'error' "$results/$agent.install") | sed 's/^npm error //' | cut -c1-90)
+        row "$agent" "$pinned" "$newest" - - "does not install: ${why:-see the npm log}"
+        continue
+    fi
     # This agent's tests: its own file (test_<agent>_*.py) and its parameter ([agent]
     # or [agent-N]) in the shared ones.
     underscored=${agent//-/_}
-    mapfile -t ids < <(grep -E "/test_${underscored}_[a-z_]+\.py::|\[${agent}(-[0-9]+)?\]" \
+    mapfile -t ids < <(grep -E "/test_${underscored}_[a-z0-9_]+\.py::|\[${agent}(-[0-9]+)?\]" \
         "$results/collected" || true)
-    if [[ ${#ids[@]} -eq 0 ]]; then
-        printf '%-14s %-12s %-12s %6s %6s\n' "$agent" "${PINNED[$package]}" \
-            "${NEWEST[$package]}" - -
-        continue
-    fi
     (cd "$root" && PTYVISOR_AGENTS_BIN=$bin "$python" -m pytest -q -p no:randomly \
         "${ids[@]}" --junitxml "$results/$agent.xml" >"$results/$agent.log" 2>&1) || true
-    counts=$("$python" - "$results/$agent.xml" <<'PY'
+    read -r passed failed < <("$python" - "$results/$agent.xml" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 
 try:
     suite = ET.parse(sys.argv[1]).getroot().find("testsuite")
 except (OSError, ET.ParseError):
+    suite = None
+if suite is None:
     print("0 0")
-    raise SystemExit
-tests, failed = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
-print(tests - failed - int(suite.get("skipped", 0)), failed)
+else:
+    failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+    print(int(suite.get("tests", 0)) - failed - int(suite.get("skipped", 0)), failed)
 PY
 )
-    read -r passed failed <<<"$counts"
-    printf '%-14s %-12s %-12s %6s %6s\n' "$agent" "${PINNED[$package]}" \
-        "${NEWEST[$package]}" "$passed" "$failed"
-    [[ $failed != 0 ]] && echo "  (log: kept below)" && tail -n 5 "$results/$agent.log" | sed 's/^/  /'
+    row "$agent" "$pinned" "$newest" "$passed" "$failed" ""
+    if [[ $failed != 0 ]]; then tail -n 5 "$results/$agent.log" | sed 's/^/    /'; fi
 done
