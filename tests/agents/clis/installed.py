@@ -13,6 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ptyvisor.agents.launch import PROGRAMS
+
 __all__ = [
     "AGENTS",
     "INSTALL_SCRIPT",
@@ -25,16 +27,8 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[3]
 INSTALL_SCRIPT = ROOT / "scripts" / "install_agents.sh"
 
-AGENTS: dict[str, str] = {
-    "claude-code": "claude",
-    "codex": "codex",
-    "opencode": "opencode",
-    "kilo": "kilo",
-    "pi": "pi",
-    "gemini-cli": "gemini",
-    "qwen-code": "qwen",
-}
-"""Agent name -> its executable in ``node_modules/.bin``."""
+AGENTS: dict[str, str] = dict(PROGRAMS)
+"""Agent name -> its executable in ``node_modules/.bin`` (the launcher's own table)."""
 
 INSTALL_TIMEOUT = 45 * 60
 """A cold install downloads about 1.2 GB; it takes well under a minute on a good link."""
