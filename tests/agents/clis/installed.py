@@ -27,7 +27,7 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[3]
 INSTALL_SCRIPT = ROOT / "scripts" / "install_agents.sh"
 
-AGENTS: dict[str, str] = dict(PROGRAMS)
+AGENTS: dict[str, str] = {name: program for name, program in PROGRAMS.items()}
 """Agent name -> its executable in ``node_modules/.bin`` (the launcher's own table)."""
 
 INSTALL_TIMEOUT = 45 * 60
