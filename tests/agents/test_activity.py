@@ -586,3 +586,36 @@ def test_the_readme_shows_what_each_frame_ends_as_the_code_does() -> None:
             line.startswith(f"| {name}") and all(cell.split(" (")[0] in line for cell in cells)
             for line in table.splitlines()
         ), row
+
+
+COPILOT_TRUST = [
+    "│ Confirm folder trust │",
+    "│ Do you trust the files in this folder? │",
+    "│ \u276f 1. Yes │",
+]
+COPILOT_PROMPT = [
+    " /tmp/project",
+    "─" * 40,
+    "\u276f",
+    "─" * 40,
+    " ← open sidebar · Interactive · Manual Approval · / commands · ? help · tab next tab",
+]
+
+
+def test_a_start_up_dialog_is_not_ready_however_quiet() -> None:
+    """Copilot asks whether to trust the folder before its prompt shows: keys typed
+    then answer the dialog, so quiet must not call the session Ready; the prompt,
+    once the dialog is answered, does."""
+    rules = ActivityRules(1000, agent="copilot")
+    assert rules.handle(ScreenShown(COPILOT_TRUST, 2000)) == []
+    assert rules.handle(Tick(9000, quiet_ms=7000, output_seen=True)) == []
+    assert rules.activity.phase is ActivityPhase.STARTING
+    assert kinds(rules.handle(ScreenShown(COPILOT_PROMPT, 9500))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.source) == (ActivityPhase.WAITING, "terminal")
+
+
+def test_the_prompt_behind_a_start_up_dialog_is_not_ready() -> None:
+    """The dialog is drawn over a screen that may already show the prompt's frame."""
+    rules = ActivityRules(1000, agent="copilot")
+    assert rules.handle(ScreenShown([*COPILOT_PROMPT, *COPILOT_TRUST], 2000)) == []
+    assert rules.activity.phase is ActivityPhase.STARTING

@@ -26,8 +26,8 @@ from ptyvisor.agents.activity import (
 )
 from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.emit import write_frame
-from ptyvisor.agents.hooks import claude_code, codex, gemini_cli, qwen_code
-from ptyvisor.agents.launch import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS
+from ptyvisor.agents.hooks import claude_code, codex, copilot, gemini_cli, qwen_code
+from ptyvisor.agents.launch import CLAUDE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS, GEMINI_EVENTS
 from ptyvisor.client.client import Client
 from ptyvisor.keeper.proctable import process_start
 from ptyvisor.wire.frames import Rejected, decode_frame, new_nonce
@@ -590,9 +590,25 @@ _FIELDS = [
     "error",
     "error_details",
     "agent_id",
+    # Copilot's camelCase payloads
+    "sessionId",
+    "timestamp",
+    "toolName",
+    "toolArgs",
+    "toolResult",
+    "errorContext",
+    "recoverable",
 ]
 _EVENTS = sorted(
-    {*CLAUDE_EVENTS, *CODEX_EVENTS, *GEMINI_EVENTS, "Interrupt", "SessionEnd", "Unknown"}
+    {
+        *CLAUDE_EVENTS,
+        *CODEX_EVENTS,
+        *GEMINI_EVENTS,
+        *COPILOT_EVENTS,
+        "Interrupt",
+        "SessionEnd",
+        "Unknown",
+    }
 )
 
 
@@ -600,7 +616,7 @@ _EVENTS = sorted(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    mapper=st.sampled_from([claude_code, codex, gemini_cli, qwen_code]),
+    mapper=st.sampled_from([claude_code, codex, gemini_cli, qwen_code, copilot]),
     event=st.sampled_from(_EVENTS),
     fields=st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=8),
 )

@@ -14,12 +14,14 @@ import pytest
 from ptyvisor.agents.launch import (
     CLAUDE_EVENTS,
     CODEX_EVENTS,
+    COPILOT_EVENTS,
     DECISION_TIMEOUT_SECONDS,
     GEMINI_EVENTS,
     AgentName,
     extensions_dir,
     launch,
     qwen_system_defaults,
+    resume_args,
 )
 
 
@@ -194,3 +196,33 @@ def test_gemini_is_not_made_headless_by_a_server_started_in_ci(tmp_path: Path) -
     assert "OTHER" not in started.env
     calm = launch("gemini-cli", [], session_dir=tmp_path / "t", env={"HOME": str(tmp_path)})
     assert "CI" not in calm.env and "GITHUB_ACTIONS" not in calm.env
+
+
+def test_copilot_gets_a_session_plugin_running_our_hook_per_event(tmp_path: Path) -> None:
+    """``--plugin-dir`` adds the plugin for this run only; each event's command names
+    the event, which Copilot's payloads do not."""
+    started = launch("copilot", ["--model", "x"], session_dir=tmp_path, resume=UUID)
+    assert started.argv[:2] == ["copilot", "--plugin-dir"]
+    plugin = Path(started.argv[2])
+    assert started.argv[3:] == ["--model", "x", f"--resume={UUID}"]
+    assert started.env == {}, "nothing in the user's own configuration is touched"
+    manifest = json.loads((plugin / "plugin.json").read_text())
+    assert (manifest["name"], manifest["hooks"]) == ("ptyvisor", "hooks.json")
+    hooks = json.loads((plugin / "hooks.json").read_text())
+    assert hooks["version"] == 1
+    assert list(hooks["hooks"]) == list(COPILOT_EVENTS)
+    for event, (entry,) in hooks["hooks"].items():
+        assert entry["type"] == "command"
+        assert shlex.split(entry["bash"]) == [
+            sys.executable,
+            "-m",
+            "ptyvisor.agents.hooks",
+            "copilot",
+            event,
+        ]
+    # A second start of the same session (a restart) rewrites the same folder.
+    assert launch("copilot", [], session_dir=tmp_path).argv[2] == str(plugin)
+    assert resume_args("copilot", UUID) == [f"--resume={UUID}"]
+
+
+UUID = "7c70be05-d2f2-46d2-a042-f558b1353317"

@@ -289,6 +289,7 @@ def test_each_agents_real_ids_are_accepted() -> None:
         "pi": "019a3b2c-7d4e-7f10-8a9b-0c1d2e3f4a5b",
         "opencode": "ses_dd6ddd28cffeNT08q0YXIWbIEx",
         "kilo": "ses_dbdd464f2ffeb7MPCQ3QNoc7ql",
+        "copilot": "7c70be05-d2f2-46d2-a042-f558b1353317",
     }
     assert set(real) == set(AGENTS) == set(NATIVE_ID_SHAPES)
     for agent, value in real.items():

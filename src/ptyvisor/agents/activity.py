@@ -61,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ptyvisor.agents.failures import failure_reason
 from ptyvisor.agents.interaction import Interaction
-from ptyvisor.agents.launch import BUSY_SCREEN, READY_SCREEN, REPORTS_STARTUP
+from ptyvisor.agents.launch import BUSY_SCREEN, READY_SCREEN, REPORTS_STARTUP, STARTUP_DIALOG
 from ptyvisor.wire.untrusted import native_id_problem
 
 if TYPE_CHECKING:  # the terminal (and pyte) is the server's, not every client's
@@ -754,6 +754,10 @@ class ActivityRules:
         pattern = READY_SCREEN.get(name)
         self._ready_screen = re.compile(pattern) if pattern else None
         """The agent's input prompt on screen, watched for while ``starting``."""
+        dialog = STARTUP_DIALOG.get(name)
+        self._startup_dialog = re.compile(dialog) if dialog else None
+        self._in_dialog = False
+        """The agent's start-up dialog shows (`STARTUP_DIALOG`): quiet is not Ready."""
         self._reports_startup = REPORTS_STARTUP.get(name, True)
         self._quiet_rule = agent is not None and (
             not self._reports_startup or self._ready_screen is not None
@@ -884,7 +888,10 @@ class ActivityRules:
         effects: list[Effect] = []
         if self.activity.phase is ActivityPhase.STARTING and self._ready_screen is not None:
             self._drawn = self._drawn or any(line.strip() for line in rows)
-            if self._ready_screen.search("\n".join(rows)) is not None:
+            shown = "\n".join(rows)
+            dialog = self._startup_dialog
+            self._in_dialog = dialog is not None and dialog.search(shown) is not None
+            if not self._in_dialog and self._ready_screen.search(shown) is not None:
                 self._prompt_seen = True
                 effects += self._become_ready(at)
         line = self._busy_line
@@ -906,7 +913,7 @@ class ActivityRules:
             # has come; with a `READY_SCREEN`, only once something was drawn
             # (OpenCode is quiet for seconds before its first frame, reading no keys).
             reported = not self._reports_startup or self._startup_report is not None
-            drawn = self._drawn or self._ready_screen is None
+            drawn = (self._drawn or self._ready_screen is None) and not self._in_dialog
             if reported and drawn and tick.output_seen and tick.quiet_ms >= STARTUP_QUIET_MS:
                 effects += self._become_ready(tick.at)
         gone = self._busy_gone_at

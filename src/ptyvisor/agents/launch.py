@@ -13,6 +13,7 @@ settings keep working beside ours.
 | pi | ``--extension <file>``, only for the interactive TUI |
 | gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
 | qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
+| copilot | ``--plugin-dir <session folder>``: a plugin whose ``hooks.json`` runs ours |
 
 Gemini CLI 0.61 reads settings from ``~/.gemini`` (``GEMINI_CLI_HOME`` moves that
 home), the project, and system files it skips unless root owns them; it has no flag
@@ -27,6 +28,12 @@ project, system), the lowest one, *system defaults*, can be moved by an environm
 variable, and hooks from every file are concatenated. So the session's copy of that
 file (`qwen_system_defaults`) keeps whatever the machine's has and adds our hooks,
 and the user's ``~/.qwen/settings.json`` is neither read nor written by us.
+
+GitHub Copilot CLI 1.0 loads hooks from the user's and the project's files and from
+plugins; ``--plugin-dir`` adds a plugin for one run without installing it, so the
+session gets a plugin folder of its own holding only a ``hooks.json``. Copilot's hook
+payloads do not name their event, so each event's entry passes its name as an
+argument.
 
 Codex asks the user to review a new hook before running it; ptyvisor's hook is a
 fixed command it ships, so it takes that step for the user (documented in the
@@ -49,7 +56,9 @@ from typing import Literal
 from ptyvisor.errors import BadNativeId
 from ptyvisor.wire.untrusted import native_id_problem
 
-AgentName = Literal["claude-code", "codex", "opencode", "kilo", "pi", "gemini-cli", "qwen-code"]
+AgentName = Literal[
+    "claude-code", "codex", "opencode", "kilo", "pi", "gemini-cli", "qwen-code", "copilot"
+]
 AGENTS: tuple[AgentName, ...] = (
     "claude-code",
     "codex",
@@ -58,6 +67,7 @@ AGENTS: tuple[AgentName, ...] = (
     "pi",
     "gemini-cli",
     "qwen-code",
+    "copilot",
 )
 
 PROGRAMS: dict[AgentName, str] = {
@@ -68,6 +78,7 @@ PROGRAMS: dict[AgentName, str] = {
     "pi": "pi",
     "gemini-cli": "gemini",
     "qwen-code": "qwen",
+    "copilot": "copilot",
 }
 """Each agent's program, as its package installs it."""
 
@@ -107,6 +118,20 @@ GEMINI_EVENTS = (
 GEMINI_HOOK_NAME = "ptyvisor"
 """What Gemini shows while our hook runs, and the name ``hooksConfig.disabled`` takes."""
 CODEX_FLAGS = ("--no-daemon", "--dangerously-bypass-hook-trust")
+COPILOT_EVENTS = (
+    # Not sessionStart: 1.0 fires it with the first prompt, like Codex. Not
+    # permissionRequest: it fires for commands Copilot then runs without asking (a
+    # read-only ``echo``), so only the ``notification`` of type ``permission_prompt``
+    # says that its dialog shows.
+    "userPromptSubmitted",
+    "preToolUse",
+    "postToolUse",
+    "postToolUseFailure",
+    "notification",
+    "errorOccurred",
+    "agentStop",
+    "sessionEnd",
+)
 HOOK_TIMEOUT_SECONDS = 10
 DECISION_TIMEOUT_SECONDS = 24 * 60 * 60
 CODEX_DECISION_TIMEOUT_SECONDS = 30
@@ -123,6 +148,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "pi": True,  # session_start
     "gemini-cli": True,  # SessionStart, held until READY_SCREEN shows
     "qwen-code": True,  # SessionStart, a little early: held until READY_SCREEN shows
+    "copilot": False,  # sessionStart comes with the first prompt
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
 ptyvisor calls the session Ready when the screen shows its input prompt
@@ -138,6 +164,9 @@ READY_SCREEN: dict[str, str] = {
     # The input box's placeholder (Qwen Code is a fork of Gemini CLI: the same words).
     "qwen-code": r"Type your message",
     "gemini-cli": r"Type your message",
+    # The input line's mark between two rules, over the footer's key hints (drawn only
+    # once the TUI takes commands: before, the footer shows "@ files · # issues").
+    "copilot": r"(?m)^\u276f.*\n.*\n.*/ commands \u00b7 \? help",
 }
 """An agent's input prompt, drawn: a regex searched in the headless terminal's visible
 rows joined by newlines, while the session is ``starting``. For an agent that cannot
@@ -146,8 +175,18 @@ prompt shows (or, failing that, until its output goes quiet): Qwen Code 0.24 fir
 SessionStart while it sets up the chat, 0.2-0.7 s before it draws its prompt, and
 keys typed in between are lost; Gemini CLI 0.61 fires it as its configuration is
 ready, with its input box not always live yet on a busy machine. Checked against
-Codex 0.171, OpenCode 1.18.33, Qwen Code 0.24.4 and Gemini CLI 0.61.0 (each reads
-keys from the first frame that shows it)."""
+Codex 0.171, OpenCode 1.18.33, Qwen Code 0.24.4, Gemini CLI 0.61.0 and Copilot CLI
+1.0.102 (each reads keys from the first frame that shows it)."""
+
+
+STARTUP_DIALOG: dict[str, str] = {
+    # Copilot 1.0 asks at every start whether to trust the folder (even one trusted
+    # in its settings), before its prompt shows.
+    "copilot": r"Confirm folder trust",
+}
+"""A dialog an agent draws before its input prompt, waiting for the user: searched
+like `READY_SCREEN`. While it shows, start-up quiet does not make the session Ready
+(its keys would answer the dialog, not type a prompt)."""
 
 
 BUSY_SCREEN: dict[str, str] = {
@@ -348,6 +387,31 @@ def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
     return home
 
 
+def copilot_plugin(folder: Path) -> Path:
+    """A plugin folder for ``copilot --plugin-dir``: a manifest and a ``hooks.json``
+    running our hook on every event we report, the event's name as its argument."""
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "name": "ptyvisor",
+        "description": "Reports this session's activity to ptyvisor",
+        "version": "1.0.0",
+        "hooks": "hooks.json",
+    }
+    hooks = {
+        event: [
+            {
+                "type": "command",
+                "bash": f"{hook_command('copilot')} {event}",
+                "timeoutSec": HOOK_TIMEOUT_SECONDS,
+            }
+        ]
+        for event in COPILOT_EVENTS
+    }
+    (folder / "plugin.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    (folder / "hooks.json").write_text(json.dumps({"version": 1, "hooks": hooks}, indent=2) + "\n")
+    return folder
+
+
 OPENCODE_LIKE: dict[str, tuple[str, str]] = {
     "opencode": ("opencode", "OPENCODE_CONFIG_DIR"),
     "kilo": ("kilo", "KILO_CONFIG_DIR"),
@@ -408,6 +472,9 @@ def launch(
                 return Launch(["pi", *args, *extra])  # machine-read stdout: no frames there
             extension = extensions_dir() / "pi" / "ptyvisor.js"
             return Launch(["pi", "--extension", str(extension), *args, *extra])
+        case "copilot":
+            plugin = copilot_plugin(session_dir / "copilot")
+            return Launch(["copilot", "--plugin-dir", str(plugin), *args, *extra])
         case "gemini-cli":
             environment = os.environ if env is None else env
             home = gemini_home(session_dir, environment)
@@ -424,11 +491,13 @@ RESUME_OPTION: dict[AgentName, str] = {
     "opencode": "--session",
     "kilo": "--session",
     "pi": "--session",
+    "copilot": "--resume",
 }
 """Each agent's option to continue a conversation (Codex's is the subcommand
 ``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
 1.18 and Kilo 7.7 (``--session``), Pi 1.6 (a session UUID or a prefix of it), Gemini CLI 0.61
-(``--resume <uuid>``), Qwen Code 0.24."""
+(``--resume <uuid>``), Qwen Code 0.24, Copilot CLI 1.0 (``--resume=<uuid>``, as it
+prints on exit)."""
 SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
 """Agents whose parser takes no ``--option=value``: Pi (0.73 and 1.6) reads ``--session=x``
 as an unknown flag for its extensions. Their id goes as the next word, which

@@ -21,7 +21,9 @@ MAPPERS = {
     "codex": "ptyvisor.agents.hooks.codex",
     "gemini-cli": "ptyvisor.agents.hooks.gemini_cli",
     "qwen-code": "ptyvisor.agents.hooks.qwen_code",
+    "copilot": "ptyvisor.agents.hooks.copilot",
 }
+MAX_EVENT_NAME = 64
 
 
 def main(argv: list[str]) -> int:
@@ -35,6 +37,9 @@ def main(argv: list[str]) -> int:
         module_name = MAPPERS.get(argv[0] if argv else "")
         if module_name is None:
             return 0
+        if len(argv) > 1:
+            # The configuration we wrote names the event (Copilot's payloads do not).
+            event["hook_event_name"] = argv[1][:MAX_EVENT_NAME]
         at = time.time_ns() // 1_000_000
         mapper = importlib.import_module(module_name)
         from ptyvisor.agents.emit import write_frame
