@@ -23,7 +23,7 @@ declare -A AGENT_OF=(
     ["@anthropic-ai/claude-code"]=claude-code ["@openai/codex"]=codex
     ["opencode-ai"]=opencode ["@kilocode/cli"]=kilo
     ["@earendil-works/pi-coding-agent"]=pi ["@google/gemini-cli"]=gemini-cli
-    ["@qwen-code/qwen-code"]=qwen-code
+    ["@qwen-code/qwen-code"]=qwen-code ["@github/copilot"]=copilot
 )
 wanted=("$@")
 

@@ -26,6 +26,7 @@ PINS=(
     "@earendil-works/pi-coding-agent@1.6.0"
     "@google/gemini-cli@0.61.0"
     "@qwen-code/qwen-code@0.24.4"
+    "@github/copilot@1.0.102"
 )
 if [[ ${1:-} == --pins ]]; then
     printf '%s\n' "${PINS[@]}"
@@ -33,7 +34,7 @@ if [[ ${1:-} == --pins ]]; then
 fi
 [[ $# -gt 0 ]] && PINS=("$@")
 # The bin names the tests call; each must answer --version.
-BINS=(node claude codex opencode kilo pi gemini qwen)
+BINS=(node claude codex opencode kilo pi gemini qwen copilot)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
@@ -50,4 +51,5 @@ exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --env DISABLE_AUTOUPDATER=1 --env CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
     --env OPENCODE_DISABLE_AUTOUPDATE=1 --env OPENCODE_DISABLE_MODELS_FETCH=1 \
     --home-env GEMINI_CLI_HOME=. \
+    --home-env COPILOT_HOME=.copilot --env COPILOT_AUTO_UPDATE=false \
     "${bins[@]}" -- "${PINS[@]}"

@@ -66,6 +66,7 @@ ASK_TOOLS: dict[str, str] = {
     "kilo": "question",
     "gemini-cli": "ask_user",
     "qwen-code": "ask_user_question",
+    "copilot": "ask_user",
 }
 """Each agent's own tool for asking the user a multiple-choice question (Pi has none)."""
 SHELL_TOOLS: dict[str, str] = {
@@ -76,6 +77,7 @@ SHELL_TOOLS: dict[str, str] = {
     "pi": "bash",
     "gemini-cli": "run_shell_command",
     "qwen-code": "run_shell_command",
+    "copilot": "bash",
 }
 """Each agent's shell tool, as named in the ``tools`` list it sends."""
 
@@ -172,7 +174,7 @@ class Reply:
     ) -> Reply:
         """A shell command through ``agent``'s own tool, shaped so that it needs approval
         where the agent has approvals (Codex: ``require_escalated``; Pi never asks)."""
-        if agent in ("claude-code", "opencode", "kilo", "gemini-cli", "qwen-code"):
+        if agent in ("claude-code", "opencode", "kilo", "gemini-cli", "qwen-code", "copilot"):
             arguments: dict[str, Any] = {"command": command, "description": description}
         elif agent == "codex":
             arguments = {
@@ -215,6 +217,13 @@ class Reply:
             q = {"question": question, "header": header, "options": described}
         elif agent == "gemini-cli":
             q = {"question": question, "header": header, "type": "choice", "options": described}
+        elif agent == "copilot":
+            # An elicitation form: one string field whose enum is the choices.
+            field_ = {"type": "string", "title": header, "enum": options}
+            schema = {"properties": {header.lower(): field_}, "required": [header.lower()]}
+            return cls.tool(
+                ASK_TOOLS[agent], {"message": question, "requestedSchema": schema}, call_id=call_id
+            )
         else:
             raise ValueError(f"{agent} has no ask tool")
         return cls.tool(ASK_TOOLS[agent], {"questions": [q]}, call_id=call_id)

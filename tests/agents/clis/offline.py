@@ -298,6 +298,23 @@ def _qwen_code(env: dict[str, str], home: Path, project: Path, url: str) -> list
     return ["--approval-mode", "default"]
 
 
+def _copilot(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    """GitHub Copilot CLI with no GitHub login: offline mode against a BYOK provider.
+    Its folder-trust dialog still shows at every start (the tests answer it)."""
+    env.update(
+        {
+            "COPILOT_HOME": str(home / ".copilot"),
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": API_KEY,
+            "COPILOT_MODEL": MODEL,
+            "COPILOT_AUTO_UPDATE": "false",
+        }
+    )
+    return []
+
+
 _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "claude-code": _claude_code,
     "codex": _codex,
@@ -306,6 +323,7 @@ _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "pi": _pi,
     "gemini-cli": _gemini_cli,
     "qwen-code": _qwen_code,
+    "copilot": _copilot,
 }
 
 

@@ -30,8 +30,28 @@ PROMPT_SHOWN: dict[str, Screen] = {
     "pi": lambda s: PI_VERSION_SHOWN in s and "fake-model" in s,
     "gemini-cli": lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
     "qwen-code": "Type your message",
+    "copilot": lambda s: "/ commands" in s and "fake-model" in s,
 }
 """Each agent's input prompt, drawn and empty: the earliest the TUI can visibly take keys."""
+
+STARTUP_DIALOGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "copilot": (("Confirm folder trust", "1"),),
+}
+"""Dialogs an agent shows before its prompt (their text) and the key answering each:
+Copilot asks whether to trust the folder at every start."""
+DIALOG_SETTLE = 0.6
+"""TUIs drop keys that arrive with a dialog's first frames."""
+
+
+async def answer_startup_dialogs(run: AgentRun, agent: str) -> None:
+    """Answer the agent's start-up dialogs as a user would, checking that ptyvisor
+    did not call the session Ready meanwhile (its keys would answer the dialog)."""
+    for dialog, key in STARTUP_DIALOGS.get(agent, ()):
+        await run.wait_screen(dialog, wait=60)
+        await anyio.sleep(DIALOG_SETTLE)
+        assert set(run.phases) <= {"starting"}, f"Ready while {dialog!r} shows: {run.phases}"
+        await run.type(key)
+
 
 READY_PHASES = ["starting", "waiting", "working", "waiting", "stopped"]
 """Ready, the turn typed at Ready, its end, the exit: nothing more, nothing repeated."""
@@ -80,6 +100,7 @@ async def typed_at_ready(
         async with anyio.create_task_group() as tg:
             if watch:
                 tg.start_soon(_watch_drawn, run, PROMPT_SHOWN[agent], drawn, poll)
+            await answer_startup_dialogs(run, agent)
             ready = await run.wait_phase("waiting", wait=60)
             try:
                 await run.wait_screen(text, wait=20)
@@ -122,7 +143,7 @@ async def quit_agent(run: AgentRun, agent: str) -> None:
             await run.type("\x03")
             await run.wait_screen("again to exit", wait=10)
             await run.type("\x03")
-        case "pi" | "kilo":  # Kilo ignores Ctrl-C on an empty prompt
+        case "pi" | "kilo" | "copilot":  # Kilo ignores Ctrl-C on an empty prompt
             await run.type("\x04")
         case _:
             await run.type("\x03")

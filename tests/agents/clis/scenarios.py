@@ -24,7 +24,7 @@ from ptyvisor.agents.interaction import Interaction
 from ptyvisor.config import Settings
 from ptyvisor.errors import ServerError
 from tests.agents.clis.fake_model import FakeModelServer, Reply, Request
-from tests.agents.clis.ready import PROMPT_SHOWN
+from tests.agents.clis.ready import PROMPT_SHOWN, answer_startup_dialogs
 from tests.agents.clis.under_ptyvisor import FULL_TURN_PHASES, AgentRun, Screen, agent_session, row
 
 ENTER = "\r"
@@ -83,6 +83,11 @@ KEYS: dict[str, Keys] = {
         approval="Allow execution of [Shell]?", quit=ctrl_c_twice("again to exit"), enter_after=0.1
     ),
     "qwen-code": Keys(approval="Allow execution", quit=ctrl_c_twice("again to exit")),
+    "copilot": Keys(
+        approval="Do you want to run this command?",
+        quit=((CTRL_D, None),),
+        ready_by_screen=True,
+    ),
 }
 
 
@@ -97,6 +102,7 @@ async def started(
         FakeModelServer() as model,
         agent_session(agent, tmp_path, model, settings=settings) as run,
     ):
+        await answer_startup_dialogs(run, agent)
         if keys.ready_by_screen:
             await run.wait_screen(PROMPT_SHOWN[agent], wait=30)
             await run.wait_phase("waiting", wait=keys.ready_wait)

@@ -126,6 +126,25 @@ Qwen Code 0.24.4 (``qwen``, Node; its package asks for Node 22 but runs on 20)
     retried 7 times). Quit: Ctrl-C on an empty prompt, then a second one, exits 0,
     printing a ``qwen --resume <id>`` hint.
 
+GitHub Copilot CLI 1.0.102 (``copilot`` from ``@github/copilot``, a Node loader
+starting the 197 MB native ``@github/copilot-linux-x64``)
+    No GitHub login: ``COPILOT_OFFLINE=true`` with a BYOK provider
+    (``COPILOT_PROVIDER_BASE_URL``/``_TYPE=openai``/``_API_KEY``, ``COPILOT_MODEL``;
+    a model not in its catalog gets a one-line warning). Start-up: 5-15 s here to a
+    "Confirm folder trust" dialog at every start (``1`` answers Yes for this session;
+    ``trustedFolders`` in its settings did not skip it), then the prompt: ``❯`` between
+    two rules over a footer with ``/ commands · ? help`` and the model (before the
+    TUI takes commands the footer shows ``@ files · # issues``). Keys typed during
+    start-up land in the prompt. Enter submits. Sends ``POST /v1/chat/completions``
+    (stream, 18 tools). Shell tool: ``bash`` ``{"command", "description"}``; a
+    read-only command (``echo``) runs unasked, a write asks: "Do you want to run this
+    command?" with ``❯ 1. Yes`` selected; Enter approves. Question: ``ask_user``
+    takes an elicitation form ``{"message", "requestedSchema": {"properties": {name:
+    {"type": "string", "enum": [...]}}}}`` (the older ``question``/``choices`` shape is
+    refused with an error result); Down + Enter picks; the result text is ``User
+    responded: Blue``. A 403 fails the turn at once. Quit: Ctrl-D on an empty prompt
+    exits 0, printing ``copilot --resume=<uuid>``.
+
 All of them answer the fake server's SSE without complaint; none calls ``/models`` or
 probes ``/``. Every TUI sends DA1 and/or CPR queries, answered here through
 ``HeadlessTerminal``'s ``on_reply``.
@@ -144,7 +163,7 @@ import pytest
 from tests.agents.clis.fake_model import FakeModelServer, Reply, Request
 from tests.agents.clis.installed import AGENTS, agent_bin_dir, agent_command
 from tests.agents.clis.offline import AgentTui, offline_env
-from tests.agents.clis.ready import PROMPT_SHOWN
+from tests.agents.clis.ready import DIALOG_SETTLE, PROMPT_SHOWN, STARTUP_DIALOGS
 from tests.agents.clis.scenarios import ENTER, KEYS
 
 pytestmark = pytest.mark.anyio
@@ -193,6 +212,10 @@ async def test_agent_tui_offline(agent: str, agents_installed: Path, tmp_path: P
     async with FakeModelServer() as server:
         env, extra = offline_env(agent, home, project, server.base_url)
         async with AgentTui(agent_command(agent) + extra, env=env, cwd=project) as tui:
+            for dialog, key in STARTUP_DIALOGS.get(agent, ()):
+                await tui.wait_for(dialog, wait=30, what=f"{agent}'s {dialog!r}")
+                await asyncio.sleep(DIALOG_SETTLE)
+                tui.write(key)
             await tui.wait_for(PROMPT_SHOWN[agent], wait=30, what=f"{agent} ready")
             started = time.monotonic() - tui.started_at
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.clis.installed import AGENTS
 from tests.agents.clis.ready import READY_PHASES, typed_at_ready
 
 pytestmark = pytest.mark.anyio
@@ -22,9 +23,7 @@ RUNS = 5
 
 @pytest.mark.timeout(120, func_only=True)
 @pytest.mark.parametrize("run", range(RUNS))
-@pytest.mark.parametrize(
-    "agent", ["claude-code", "codex", "opencode", "kilo", "pi", "gemini-cli", "qwen-code"]
-)
+@pytest.mark.parametrize("agent", list(AGENTS))
 async def test_prompt_typed_at_ready_reaches_the_model(
     agent: str, run: int, tmp_path: Path
 ) -> None:

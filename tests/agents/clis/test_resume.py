@@ -24,7 +24,7 @@ from ptyvisor.server import records
 from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.installed import agent_bin_dir
 from tests.agents.clis.offline import offline_env
-from tests.agents.clis.ready import PROMPT_SHOWN
+from tests.agents.clis.ready import PROMPT_SHOWN, answer_startup_dialogs
 from tests.agents.clis.under_ptyvisor import AgentRun, Screen
 
 from ...conftest import PTYVISOR_BIN, TOKEN, start_serve
@@ -125,6 +125,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
                 summary = await client.spawn(extra_argv, agent=agent, cwd=str(project))
             old = summary.id
             async with watched(first.url, old, model, project) as run:
+                await answer_startup_dialogs(run, agent)
                 await run.wait_screen(ready, wait=60)
                 await run.wait_phase("waiting", wait=30)
                 model.script(Reply.text("Noted FIRST-DONE"))
@@ -154,6 +155,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             assert resumed.returncode == 0, resumed.stderr
             new = resumed.stdout.decode().strip()
             async with watched(second.url, new, model, project) as run:
+                await answer_startup_dialogs(run, agent)
                 await run.wait_screen(RESUMED[agent], wait=60)
                 model.script(Reply.text("The word was PAPAYA-7 SECOND-DONE"))
                 since = len(model.requests)
