@@ -53,6 +53,14 @@ async def answer_startup_dialogs(run: AgentRun, agent: str) -> None:
         await run.type(key)
 
 
+async def prompt_at_ready(run: AgentRun, agent: str, text: str, *, ready_wait: float) -> int:
+    """The ``prompt`` request, sent at once, while the user answers the agent's
+    start-up dialogs; returns when the agent took it (Unix ms)."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(answer_startup_dialogs, run, agent)
+        return await run.client.prompt(run.session_id, text, ready_wait=ready_wait)
+
+
 READY_PHASES = ["starting", "waiting", "working", "waiting", "stopped"]
 """Ready, the turn typed at Ready, its end, the exit: nothing more, nothing repeated."""
 QUIT_SETTLE = 0.3

@@ -18,12 +18,10 @@ from pathlib import Path
 import pytest
 
 from ptyvisor.agents.interaction import Interaction
-from tests.agents.clis.fake_model import Reply
 from tests.agents.clis.scenarios import (
     Session,
     error_of,
     session_end_to_end,
-    started,
 )
 from tests.agents.clis.under_ptyvisor import AgentRun
 
@@ -55,21 +53,3 @@ SESSION = Session(
 @pytest.mark.timeout(150, func_only=True)
 async def test_copilot_session_end_to_end(tmp_path: Path) -> None:
     await session_end_to_end(tmp_path, SESSION)
-
-
-@pytest.mark.timeout(150, func_only=True)
-async def test_copilot_runs_a_read_only_command_without_an_alarm(tmp_path: Path) -> None:
-    """Copilot fires ``permissionRequest`` for ``echo`` too, then runs it unasked: no
-    ``needs_input`` may show for it."""
-    async with started(AGENT, tmp_path) as run:
-        run.model.script(
-            Reply.tool("bash", {"command": "echo read-only-ran", "description": "Say it"}),
-            Reply.text("Said it DONE-RO"),
-        )
-        mark = run.mark()
-        await run.submit("Say something")
-        await run.wait_phase("waiting", since=mark + 1)
-        await run.wait_screen("DONE-RO", wait=20)
-        assert run.phases == ["starting", "waiting", "working", "waiting"], run.phases
-        await run.assert_clean()
-    assert run.model.pending == 0

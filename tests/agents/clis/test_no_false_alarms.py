@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.clis.fake_model import FakeModelServer, Reply
-from tests.agents.clis.ready import quit_agent
+from tests.agents.clis.ready import prompt_at_ready, quit_agent
 from tests.agents.clis.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +44,10 @@ WAYS: list[tuple[str, str, list[str], Configure | None]] = [
     ("kilo", "allow rule", [], allow_bash("kilo")),
     ("gemini-cli", "yolo mode", ["--approval-mode", "yolo"], None),
     ("gemini-cli", "allowed tool", ["--allowed-tools", "run_shell_command"], None),
+    # Copilot fires permissionRequest for a read-only command, then runs it unasked.
+    ("copilot", "read-only command", [], None),
+    ("copilot", "allowed tool", ["--allow-tool", "shell"], None),
+    ("copilot", "allow all tools", ["--allow-all-tools"], None),
 ]
 
 
@@ -59,7 +63,7 @@ async def test_an_approval_the_agent_grants_itself_raises_no_alarm(
         agent_session(agent, tmp_path, model, args=args, configure=configure) as run,
     ):
         model.script(Reply.shell(agent, COMMAND, description="Write"), Reply.text("DONE-GRANTED"))
-        await run.client.prompt(run.session_id, "Write the marker file", ready_wait=60)
+        await prompt_at_ready(run, agent, "Write the marker file", ready_wait=60)
         call = await run.scripted_request(0, "the shell call")
         assert call.call_id is not None
         call_id = call.call_id

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from ptyvisor.errors import ServerError
 from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.installed import AGENTS
-from tests.agents.clis.ready import answer_startup_dialogs, quit_agent
+from tests.agents.clis.ready import prompt_at_ready, quit_agent
 from tests.agents.clis.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
@@ -30,9 +29,7 @@ async def test_a_prompt_sent_as_the_session_starts_is_taken_once(
     text = f"Say the magic word for run {run} of {tmp_path.name[-6:]}"
     async with FakeModelServer() as model, agent_session(agent, tmp_path, model) as session:
         model.script(Reply.text("The word is PROMPT-TAKEN"))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(answer_startup_dialogs, session, agent)  # the user, meanwhile
-            taken = await session.client.prompt(session.session_id, text, ready_wait=90)
+        taken = await prompt_at_ready(session, agent, text, ready_wait=90)
         ready = next(c for c in session.changes if c.activity.phase.value == "waiting")
         assert taken >= ready.activity.since, "confirmed before the agent was ready"
         request = await session.scripted_request(0, "the prompt")

@@ -13,6 +13,7 @@ import pytest
 
 from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.offline import GEMINI_SETTINGS
+from tests.agents.clis.ready import prompt_at_ready
 from tests.agents.clis.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
@@ -115,6 +116,26 @@ async def test_users_own_codex_hooks_still_run(tmp_path: Path) -> None:
         await run.wait_screen("hello", wait=15)
         await run.type("\r")
         await run.wait_phase("working", wait=30)  # ours reported the prompt, and theirs ran:
+        with anyio.fail_after(30):
+            while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
+                await anyio.sleep(0.1)
+        await run.wait_screen("hello back", wait=30)
+        model.assert_no_unexpected()
+    assert hooks.read_bytes() == before
+
+
+async def test_users_own_copilot_hooks_still_run(tmp_path: Path) -> None:
+    """Copilot's user hooks (``$COPILOT_HOME/hooks/*.json``) run beside our session
+    plugin's; they fire from the first prompt on."""
+    marker = tmp_path / "user-hook-ran"
+    hooks = tmp_path / "home" / ".copilot" / "hooks" / "mine.json"
+    hooks.parent.mkdir(parents=True, exist_ok=True)
+    user_hook = {"type": "command", "bash": f"touch {marker}", "timeoutSec": 10}
+    hooks.write_text(json.dumps({"version": 1, "hooks": {"userPromptSubmitted": [user_hook]}}))
+    before = hooks.read_bytes()
+    async with FakeModelServer() as model, agent_session("copilot", tmp_path, model) as run:
+        model.script(Reply.text("hello back"))
+        await prompt_at_ready(run, "copilot", "hello", ready_wait=60)
         with anyio.fail_after(30):
             while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
                 await anyio.sleep(0.1)
