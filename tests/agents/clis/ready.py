@@ -58,7 +58,8 @@ async def prompt_at_ready(run: AgentRun, agent: str, text: str, *, ready_wait: f
     start-up dialogs; returns when the agent took it (Unix ms)."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(answer_startup_dialogs, run, agent)
-        return await run.client.prompt(run.session_id, text, ready_wait=ready_wait)
+        taken = await run.client.prompt(run.session_id, text, ready_wait=ready_wait)
+    return taken
 
 
 READY_PHASES = ["starting", "waiting", "working", "waiting", "stopped"]
