@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ptyvisor.wire.protocol import wire_schema
+
 ROOT = Path(__file__).resolve().parent.parent
 MKDOCS = Path(sys.executable).parent / "mkdocs"
 
@@ -43,6 +45,11 @@ def test_the_site_builds_without_a_warning(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "protocol" / "index.html").is_file()
     pi = (tmp_path / "site" / "extensions" / "pi" / "index.html").read_text()
     assert "--8&lt;--" not in pi and "--8<--" not in pi
+    # The protocol reference, generated from the schema, has every message.
+    reference = (tmp_path / "site" / "protocol-reference" / "index.html").read_text()
+    for side in ("client_to_server", "server_to_client"):
+        for kind in wire_schema()[side]["discriminator"]["mapping"]:
+            assert re.search(f'<h3 id="[^"]*"><code>{kind}</code>', reference), kind
 
 
 def copy_of_the_site(into: Path) -> Path:
