@@ -572,12 +572,13 @@ def test_a_conversation_id_not_of_the_agents_kind_is_refused_not_the_frame() -> 
     assert rules.activity.native_session_id == UUID
 
 
-def test_the_readme_shows_what_each_frame_ends_as_the_code_does() -> None:
-    """The table in `frame_ends`'s docstring, pinned by the test above, is the README's."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_docs_show_what_each_frame_ends_as_the_code_does() -> None:
+    """The table in `frame_ends`'s docstring, pinned by the test above, is the one in
+    the documentation's *Activity states* page."""
+    page = (Path(__file__).parents[2] / "docs" / "activity.md").read_text()
     doc = frame_ends.__doc__ or ""
     rows = [line.strip() for line in doc.splitlines() if line.strip().startswith("``")]
-    table = readme.split("What a frame ends is a", 1)[1].split("**Signals", 1)[0]
+    table = page.split("What a frame ends is a", 1)[1].split("## Signals", 1)[0]
     for row in rows:
         frame_kind, _, rest = row.partition("  ")
         cells = [cell for cell in re.split(r"\s{2,}", rest.strip()) if cell]
