@@ -1,6 +1,6 @@
 """Compatibility: a keeper of an earlier version starts ``python -m ptyvisor.worker
 LINK TCP CONTROL`` at a restart after an upgrade; it runs `ptyvisor.server.worker`
-(public, see the README's *Module paths*)."""
+(public, see docs/architecture.md, *Module paths others depend on*)."""
 
 import sys
 

@@ -36,8 +36,8 @@ payloads do not name their event, so each event's entry passes its name as an
 argument.
 
 Codex asks the user to review a new hook before running it; ptyvisor's hook is a
-fixed command it ships, so it takes that step for the user (documented in the
-README) rather than leaving the session silently unreported.
+fixed command it ships, so it takes that step for the user (documented in
+docs/agents.md) rather than leaving the session silently unreported.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def client_options(p: argparse.ArgumentParser, *, autostart: bool = True) -> Non
             default=None,
             metavar="ssh://[USER@]HOST[:PORT]",
             help="the server on another machine, through your own ssh (its config, keys "
-            "and agent apply); ptyvisor must be installed there (see the README)",
+            "and agent apply); ptyvisor must be installed there (docs: Other machines)",
         )
         p.add_argument(
             "--context",
@@ -328,8 +328,8 @@ def _service(sub: Commands) -> None:
         help="run serve as a systemd user service",
         description="Install or remove a systemd user unit that runs serve: "
         "`systemctl --user stop ptyvisor` is then the documented stop, `reload` is "
-        "`ptyvisor restart`, and logging out does not end it (see the README for "
-        "`loginctl enable-linger`).",
+        "`ptyvisor restart`, and logging out does not end it (docs: Running the "
+        "server, for `loginctl enable-linger`).",
     )
     actions = service.add_subparsers(
         dest="action", required=True, metavar="ACTION", help="install or uninstall the unit"

@@ -9,7 +9,7 @@ serves from ``READY=1``, see keeper/notify.py), so:
 - ``systemctl --user reload ptyvisor`` is ``ptyvisor restart`` (programs keep running);
 - a user service belongs to the user's service manager, not to a login session, so
   logging out does not end it; with nobody logged in the manager itself stops,
-  unless ``loginctl enable-linger`` keeps it (the README says when).
+  unless ``loginctl enable-linger`` keeps it (docs/service.md says when).
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ class Remote:
         worktree: str | None = None,
     ) -> Session:
         """``worktree``: start it in a new git worktree of this name ("": the session's
-        id), on its own branch (see the README's Worktrees)."""
+        id), on its own branch (docs/sessions.md, Worktrees)."""
         summary = await self.client.spawn(
             argv, cwd=cwd or os.getcwd(), env=dict(env or {}), name=name, cols=cols, rows=rows,
             agent=agent, worktree=worktree,
@@ -153,7 +153,7 @@ class Session:
     ) -> int:
         """Type ``text`` as the agent's next prompt once it is ready, and return when
         (Unix ms) it reported taking it; ServerError ``prompt_not_taken`` says why it
-        did not (see the README's *A prompt that is confirmed*)."""
+        did not (docs/answering.md, *A prompt that is confirmed*)."""
         return await self.remote.client.prompt(
             self.id, text, ready_wait=ready_wait, confirm_wait=confirm_wait
         )

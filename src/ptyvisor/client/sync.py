@@ -74,7 +74,7 @@ class Remote(Blocking[scripting.Remote]):
         worktree: str | None = None,
     ) -> Session:
         """``worktree``: start it in a new git worktree of this name ("": the session's
-        id), on its own branch (see the README's Worktrees)."""
+        id), on its own branch (docs/sessions.md, Worktrees)."""
         return Session(
             self._portal,
             self._call(
@@ -111,7 +111,7 @@ class Session(Blocking[scripting.Session]):
     def prompt(self, text: str, *, ready_wait: float = 120.0, confirm_wait: float = 20.0) -> int:
         """Type ``text`` as the agent's next prompt once it is ready, and return when
         (Unix ms) it reported taking it; ServerError ``prompt_not_taken`` says why it
-        did not (see the README's *A prompt that is confirmed*)."""
+        did not (docs/answering.md, *A prompt that is confirmed*)."""
         return self._call(
             lambda: self._async.prompt(text, ready_wait=ready_wait, confirm_wait=confirm_wait)
         )

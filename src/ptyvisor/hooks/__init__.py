@@ -1,3 +1,3 @@
 """Compatibility: ``python -m ptyvisor.hooks AGENT`` is what agents started before the
-layout moved have in their settings; it runs `ptyvisor.agents.hooks` (public, see the
-README's *Module paths*)."""
+layout moved have in their settings; it runs `ptyvisor.agents.hooks` (public, see
+docs/architecture.md, *Module paths others depend on*)."""

@@ -424,7 +424,7 @@ class ControlServer:
     the server's own user may connect (``SO_PEERCRED``), and a request must come
     from inside the session it names (its process session, where that can be
     checked). Neither stops a hostile process of the same user, which can read the
-    nonce from ``/proc/<pid>/environ``; see the README's *Security*.
+    nonce from ``/proc/<pid>/environ``; see docs/security.md.
     """
 
     def __init__(

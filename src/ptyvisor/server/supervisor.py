@@ -243,7 +243,7 @@ class Supervisor:
         )
 
     def _environment(self, identity: Identity, requested: Mapping[str, str]) -> dict[str, str]:
-        """The program's environment (see the README's *Environment of a program*)."""
+        """The program's environment (docs/architecture.md, *Environment of a program*)."""
         env = program_environment(os.environ, requested)
         env.update(
             PTYVISOR_SESSION=identity.id,

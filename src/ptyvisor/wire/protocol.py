@@ -224,13 +224,13 @@ class Spawn(_Request):
     )
     env: dict[str, str] = Field(
         default_factory=dict,
-        description="Added to the program's environment (see the README's Environment)",
+        description="Added to the program's environment (docs: Environment of a program)",
     )
     via: Annotated[list[WrapperWord], Field(min_length=1, max_length=32)] | None = Field(
         default=None,
         description="With `agent`: start it through this wrapper (`ssh -t host`, "
         "`docker exec -it box`), which must run `ptyvisor` on its far side; the agent "
-        "reports from there through the terminal (see the README's Agents through a "
+        "reports from there through the terminal (docs: Agents through a "
         "wrapper)",
     )
 

@@ -1,4 +1,4 @@
-"""The README's smoke script (``examples/smoke_pi.py``), run exactly as a user would:
+"""The documented smoke script (``examples/smoke_pi.py``), run exactly as a user would:
 a real Pi turn through a real ``ptyvisor serve`` (the pytest plugin's fixture),
 against the suite's fake OpenAI-compatible model."""
 

@@ -1,6 +1,6 @@
 // The page's keyboard shortcuts. xterm.js captures every key while the terminal
 // has focus (Tab included), so these are the way out of it; they are documented
-// in the sidebar and in the README's "Web page" section.
+// in the sidebar and on the docs' web page (docs/web.md).
 //
 //   Ctrl+Shift+S   move focus to the session list
 //   Ctrl+Shift+F   search the open terminal's output

@@ -1,4 +1,4 @@
-// JSDoc types of the public wire protocol (README "Wire protocol"; `ptyvisor schema`
+// JSDoc types of the public wire protocol (docs/protocol.md; `ptyvisor schema`
 // prints the authoritative JSON Schema). The page uses nothing beyond these.
 
 /**

@@ -15,7 +15,7 @@ from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.hooks import copilot
 from ptyvisor.wire.frames import new_nonce
 
-from .test_hooks import kinds, read_frames
+from ..test_hooks import kinds, read_frames
 
 SESSION = "7c70be05-d2f2-46d2-a042-f558b1353317"
 
