@@ -1,9 +1,10 @@
 """How long ``ptyvisor emit`` and the Claude Code hook take, as an agent runs them.
 
 Runs the installed console script N times writing a real frame to a real PTY
-slave, N times outside a session (the no-op path), and the hook entry point
-(``python -m ptyvisor.agents.hooks claude-code``) on a PreToolUse and a PermissionRequest
-payload, and prints percentiles beside a bare interpreter start. The
+slave, N times outside a session (the no-op path), and the hook as the agents'
+settings run it (``agents.launch.hook_argv``: ``python -I -S -c …``) on a PreToolUse
+and a PermissionRequest payload, beside ``python -m ptyvisor.agents.hooks`` (the
+command before it), and prints percentiles beside a bare interpreter start. The
 PermissionRequest runs twice: with no control socket (the server is down: the hook
 must fail open at once) and with a socket that refuses connections. Each hook row is
 also given as a multiple of the bare interpreter, for every agent's tool-call hook.
@@ -33,6 +34,7 @@ import threading
 import time
 from pathlib import Path
 
+from ptyvisor.agents.launch import hook_argv
 from ptyvisor.wire.frames import new_nonce
 
 EMIT = str(Path(sys.executable).parent / "ptyvisor")
@@ -60,13 +62,15 @@ def report(label: str, samples: list[float], bare: float | None = None) -> None:
     )
 
 
-def side_by_side(
-    trees: dict[str, dict[str, str]], runs: int, argv: list[str], stdin: bytes
-) -> dict[str, list[float]]:
-    """``argv`` under each tree's environment, alternating run by run."""
-    samples: dict[str, list[float]] = {label: [] for label in trees}
+Variant = tuple[dict[str, str], list[str]]
+"""An environment and the hook's argv in it."""
+
+
+def side_by_side(variants: dict[str, Variant], runs: int, stdin: bytes) -> dict[str, list[float]]:
+    """Each variant's command, alternating run by run."""
+    samples: dict[str, list[float]] = {label: [] for label in variants}
     for _ in range(runs):
-        for label, env in trees.items():
+        for label, (env, argv) in variants.items():
             samples[label] += timed(env, 1, argv, stdin)
     return samples
 
@@ -76,6 +80,7 @@ TOOL_CALLS = {
     "qwen-code": "PreToolUse",
     "codex": "PreToolUse",
     "gemini-cli": "BeforeTool",
+    "copilot": "preToolUse",
 }
 """The hook every agent runs around each tool call."""
 
@@ -117,11 +122,19 @@ def main() -> None:
     report("emit outside (no-op)", timed(base, runs))
     bare = statistics.median(timed(base, runs, [sys.executable, "-c", "pass"]))
     report("bare python -c pass", [bare])
-    trees = {"": inside}
+
+    def variants(env: dict[str, str], agent: str, *event: str) -> dict[str, Variant]:
+        """The command the agents' settings hold (agents.launch.hook_argv), beside
+        ``python -m`` (the command before it, which older sessions still run), and
+        that in the ``--baseline`` tree."""
+        module = [sys.executable, "-m", "ptyvisor.agents.hooks", agent, *event]
+        found: dict[str, Variant] = {"": (env, hook_argv(agent, *event)), "-m ": (env, module)}
+        if baseline is not None and not event:  # an older tree may not know the agent
+            found["baseline "] = ({**env, "PYTHONPATH": str(baseline)}, module)
+        return found
+
     if baseline is not None:
         compileall.compile_dir(str(baseline), quiet=1)
-        trees["baseline "] = {**inside, "PYTHONPATH": str(baseline)}
-    hook = [sys.executable, "-m", "ptyvisor.agents.hooks"]
     pre_tool = {
         "session_id": "bench",
         "tool_name": "Bash",
@@ -129,21 +142,18 @@ def main() -> None:
     }
     for agent, event in TOOL_CALLS.items():
         payload = json.dumps({**pre_tool, "hook_event_name": event}).encode()
-        measured = side_by_side(trees, runs, [*hook, agent], payload)
-        for label, samples in measured.items():
+        named = [event] if agent == "copilot" else []  # only Copilot's command names it
+        for label, samples in side_by_side(variants(inside, agent, *named), runs, payload).items():
             report(f"{label}{agent} {event}", samples, bare)
     permission = json.dumps({**pre_tool, "hook_event_name": "PermissionRequest"}).encode()
-    claude = [*hook, "claude-code"]
     with tempfile.TemporaryDirectory() as scratch:
         refusing = Path(scratch) / "refusing.sock"
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.bind(str(refusing))  # bound, never listening: connection refused
         for what, control in (("server down", "missing.sock"), ("socket refuses", refusing)):
-            envs = {
-                label: {**env, "PTYVISOR_CONTROL": str(Path(scratch) / control)}
-                for label, env in trees.items()
-            }
-            for label, samples in side_by_side(envs, runs, claude, permission).items():
+            env = {**inside, "PTYVISOR_CONTROL": str(Path(scratch) / control)}
+            measured = side_by_side(variants(env, "claude-code"), runs, permission)
+            for label, samples in measured.items():
                 report(f"{label}permission, {what}", samples, bare)
 
 

@@ -190,7 +190,8 @@ def test_emit_imports_nothing_heavy() -> None:
         "ptyvisor.agents",
         "ptyvisor.agents.emit",
         "ptyvisor.wire",
-        "ptyvisor.wire.frames",
+        "ptyvisor.wire.cjson",
+        "ptyvisor.wire.frame_encoding",
     }
     heavy = {
         "pydantic",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
-import sys
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -19,10 +20,13 @@ from ptyvisor.agents.launch import (
     GEMINI_EVENTS,
     AgentName,
     extensions_dir,
+    hook_argv,
+    hook_command,
     launch,
     qwen_system_defaults,
     resume_args,
 )
+from ptyvisor.wire.frames import FRAME_PREFIX, new_nonce
 
 
 def test_claude_gets_inline_settings_with_our_hooks(tmp_path: Path) -> None:
@@ -32,12 +36,7 @@ def test_claude_gets_inline_settings_with_our_hooks(tmp_path: Path) -> None:
     settings = json.loads(started.argv[2])
     assert set(settings["hooks"]) == set(CLAUDE_EVENTS)
     (entry,) = settings["hooks"]["PermissionRequest"][0]["hooks"]
-    assert shlex.split(entry["command"]) == [
-        sys.executable,
-        "-m",
-        "ptyvisor.agents.hooks",
-        "claude-code",
-    ]
+    assert shlex.split(entry["command"]) == hook_argv("claude-code")
     assert started.env == {}, "nothing in the user's own configuration is touched"
 
 
@@ -51,7 +50,7 @@ def test_codex_overrides_are_valid_toml(tmp_path: Path) -> None:
         parsed = tomllib.loads(f"value = {value}")["value"]
         command = parsed[0]["hooks"][0]["command"]
         assert key.startswith("hooks.")
-        assert shlex.split(command) == [sys.executable, "-m", "ptyvisor.agents.hooks", "codex"]
+        assert shlex.split(command) == hook_argv("codex")
 
 
 def test_codex_flags_the_user_gave_are_not_repeated(tmp_path: Path) -> None:
@@ -110,12 +109,7 @@ def test_gemini_gets_a_session_home_beside_the_users_own(tmp_path: Path) -> None
     first, ours_entry = merged["hooks"]["AfterAgent"]
     assert first == user_hook
     (hook,) = ours_entry["hooks"]
-    assert shlex.split(hook["command"]) == [
-        sys.executable,
-        "-m",
-        "ptyvisor.agents.hooks",
-        "gemini-cli",
-    ]
+    assert shlex.split(hook["command"]) == hook_argv("gemini-cli")
     assert hook["name"] == "ptyvisor" and hook["timeout"] == 10_000  # milliseconds
     assert (theirs / "settings.json").read_text() == raw, "the user's file is untouched"
     assert (ours.parent / ".agents").readlink() == tmp_path / "home" / ".agents"
@@ -158,12 +152,7 @@ def test_qwen_code_gets_a_session_copy_of_the_system_defaults(tmp_path: Path) ->
     defaults = json.loads(Path(started.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"]).read_text())
     assert set(defaults["hooks"]) == set(CLAUDE_EVENTS)
     (entry,) = defaults["hooks"]["PermissionRequest"][0]["hooks"]
-    assert shlex.split(entry["command"]) == [
-        sys.executable,
-        "-m",
-        "ptyvisor.agents.hooks",
-        "qwen-code",
-    ]
+    assert shlex.split(entry["command"]) == hook_argv("qwen-code")
     # Qwen reads a command hook timeout of 1000 or more as milliseconds.
     assert entry["timeout"] == DECISION_TIMEOUT_SECONDS * 1000
     (stop,) = defaults["hooks"]["Stop"][0]["hooks"]
@@ -213,16 +202,47 @@ def test_copilot_gets_a_session_plugin_running_our_hook_per_event(tmp_path: Path
     assert list(hooks["hooks"]) == list(COPILOT_EVENTS)
     for event, (entry,) in hooks["hooks"].items():
         assert entry["type"] == "command"
-        assert shlex.split(entry["bash"]) == [
-            sys.executable,
-            "-m",
-            "ptyvisor.agents.hooks",
-            "copilot",
-            event,
-        ]
+        assert shlex.split(entry["bash"]) == hook_argv("copilot", event)
     # A second start of the same session (a restart) rewrites the same folder.
     assert launch("copilot", [], session_dir=tmp_path).argv[2] == str(plugin)
     assert resume_args("copilot", UUID) == [f"--resume={UUID}"]
 
 
 UUID = "7c70be05-d2f2-46d2-a042-f558b1353317"
+
+
+def test_the_hook_command_runs_ours_whatever_the_agents_python_settings(
+    tmp_path: Path,
+) -> None:
+    """An agent's environment and working directory are the user's: a ``PYTHONPATH``,
+    a ``ptyvisor`` folder in the project or a ``PYTHONSTARTUP`` must not change which
+    code the hook runs (``-I``), and without ``site`` (``-S``) it still finds ours."""
+    decoy = tmp_path / "project"
+    (decoy / "ptyvisor").mkdir(parents=True)
+    (decoy / "ptyvisor" / "__init__.py").write_text("raise SystemExit('decoy ptyvisor ran')")
+    (decoy / "json.py").write_text("raise SystemExit('decoy json ran')")
+    master, slave = os.openpty()
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(decoy),
+        "PYTHONSTARTUP": str(decoy / "json.py"),
+        "PTYVISOR_SESSION": "s1",
+        "PTYVISOR_NONCE": new_nonce(),
+        "PTYVISOR_TTY": os.ttyname(slave),
+    }
+    event = {"session_id": UUID, "hook_event_name": "Stop"}
+    result = subprocess.run(
+        hook_command("claude-code"),
+        shell=True,
+        cwd=decoy,
+        env=env,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    os.set_blocking(master, False)
+    assert FRAME_PREFIX in os.read(master, 65536), "the hook wrote no frame"
+    os.close(master)
+    os.close(slave)

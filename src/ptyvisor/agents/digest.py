@@ -13,10 +13,10 @@ except ImportError:
     except ImportError:  # a build without it
         from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
-import re
-
 PROMPT_DIGEST_CHARS = 16
-_SPACES = re.compile(r"[ \t\n\r\f\v]+")  # ASCII only: JavaScript's \s is wider than str.split
+_SPACES = str.maketrans("\t\n\r\f\v", "     ")
+"""ASCII whitespace as spaces (not ``str.split()``'s Unicode whitespace: the JavaScript
+extensions' rule is ASCII only); no ``re``, which a hook run would pay to import."""
 
 
 def hex_digest(data: bytes) -> str:
@@ -28,5 +28,5 @@ def prompt_digest(text: str) -> str:
     """A prompt's digest, equal for the text as typed and as the agent reports it:
     runs of ASCII whitespace count as one space and the ends are trimmed (agents trim
     a prompt, and a paste's line endings arrive as CR or LF)."""
-    normal = " ".join(word for word in _SPACES.split(text) if word)
+    normal = " ".join(word for word in text.translate(_SPACES).split(" ") if word)
     return hex_digest(normal.encode("utf-8", "replace"))[:PROMPT_DIGEST_CHARS]

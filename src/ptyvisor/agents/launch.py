@@ -232,9 +232,32 @@ def extensions_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "agent-extensions"
 
 
-def hook_command(agent: str) -> str:
-    """The hook command, by absolute interpreter path: the agent's PATH does not matter."""
-    return f"{shlex.quote(sys.executable)} -m ptyvisor.agents.hooks {agent}"
+HOOK_BOOT = (
+    "import sys;sys.path[:0]=[{root}];"
+    "from ptyvisor.agents.hooks.__main__ import main;sys.exit(main(sys.argv[1:]))"
+)
+"""What the hook command runs: `ptyvisor.agents.hooks` from the folder this ptyvisor is
+installed in, without ``site`` (see `hook_argv`)."""
+
+
+def hook_argv(agent: str, *event: str) -> list[str]:
+    """The hook's argv: the absolute interpreter (the agent's PATH does not matter),
+    isolated (``-I``: the agent's ``PYTHON*`` variables and working directory cannot
+    change what runs) and without ``site`` (``-S``), the package's folder put on the
+    path by hand. An agent runs it around every tool call, and ``site`` (the
+    ``.pth`` files of every installed package) was a third of its cost; the hooks
+    are stdlib only (tests/test_stdlib_only.py), so they need nothing it adds.
+    ``-I`` also lets Python keep the bytecode it compiles, which
+    ``PYTHONDONTWRITEBYTECODE`` would make it compile again on every call.
+    ``python -m ptyvisor.agents.hooks`` (what older sessions have) works as well."""
+    root = str(Path(__file__).resolve().parents[2])
+    boot = HOOK_BOOT.format(root=json.dumps(root))  # a JSON string is a Python literal
+    return [sys.executable, "-I", "-S", "-c", boot, agent, *event]
+
+
+def hook_command(agent: str, *event: str) -> str:
+    """`hook_argv` as one shell command line, as the agents' settings take it."""
+    return shlex.join(hook_argv(agent, *event))
 
 
 def claude_settings(
@@ -401,7 +424,7 @@ def copilot_plugin(folder: Path) -> Path:
         event: [
             {
                 "type": "command",
-                "bash": f"{hook_command('copilot')} {event}",
+                "bash": hook_command("copilot", event),
                 "timeoutSec": HOOK_TIMEOUT_SECONDS,
             }
         ]

@@ -14,9 +14,8 @@ call. The interaction itself is checked by the server (interaction.Interaction).
 
 from __future__ import annotations
 
-import json
-
 from ptyvisor.errors import BadControlMessage
+from ptyvisor.wire import cjson
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ class _Message:
 
     def line(self) -> bytes:
         """The message as one line (non-ASCII kept as UTF-8: the texts are the user's)."""
-        return json.dumps(self.to_json(), ensure_ascii=False).encode() + b"\n"
+        return cjson.dumps(self.to_json(), ensure_ascii=False).encode() + b"\n"
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -125,7 +124,7 @@ class Decision(_Message):
 
     def line(self) -> bytes:
         # ASCII with escapes: encodes whatever the texts hold.
-        return json.dumps(self.to_json()).encode() + b"\n"
+        return cjson.dumps(self.to_json()).encode() + b"\n"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Decision:

@@ -24,8 +24,16 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
 from enum import StrEnum
+
+# Writing frames is frame_encoding's (cheap to import, for the hooks); reading is here.
+from ptyvisor.wire.frame_encoding import (
+    FRAME_PREFIX,
+    FRAME_TAG,
+    FRAME_VERSION,
+    MAX_FRAME_BYTES,
+    encode_frame,
+)
 
 __all__ = [
     "FRAME_PREFIX",
@@ -41,16 +49,11 @@ __all__ = [
     "new_nonce",
 ]
 
-FRAME_PREFIX = b"\x1b]7733;"
-FRAME_TAG = "ptyvisor"
-FRAME_VERSION = "1"
-MAX_FRAME_BYTES = 65536
 
 #: Use with ``fullmatch`` (``match``/``$`` would accept a trailing newline).
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NONCE_PATTERN = re.compile(r"[0-9a-f]{32}")
 
-_TERMINATORS = (b"\x07", b"\x1b\\")
 _B_TAG = FRAME_TAG.encode("ascii")
 _B_VERSION = FRAME_VERSION.encode("ascii")
 _B_SESSION_ID = re.compile(rb"[A-Za-z0-9_-]{1,64}")
@@ -102,51 +105,6 @@ def new_nonce() -> str:
     import secrets  # lazy: costs ~10 ms of import time that `emit` never needs
 
     return secrets.token_hex(16)
-
-
-def encode_frame(
-    session_id: str,
-    nonce: str,
-    payload: Mapping[str, object],
-    *,
-    terminator: bytes = b"\x07",
-) -> bytes:
-    """Build a complete frame (prefix through terminator) for ``payload``.
-
-    Raises ValueError for malformed ids, a bad terminator, a payload that is
-    not JSON-serialisable, or a frame over MAX_FRAME_BYTES.  Messages never
-    include the nonce.
-    """
-    if not SESSION_ID_PATTERN.fullmatch(session_id):
-        raise ValueError("session id must match [A-Za-z0-9_-]{1,64}")
-    if not NONCE_PATTERN.fullmatch(nonce):
-        raise ValueError("nonce must be 32 lowercase hex characters")
-    if terminator not in _TERMINATORS:
-        raise ValueError("terminator must be BEL or ESC \\")
-    try:
-        text = json.dumps(dict(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        raw = text.encode("utf-8")
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-        raise ValueError(f"payload is not encodable as JSON: {exc}") from None
-    encoded = base64.urlsafe_b64encode(raw).rstrip(b"=")
-    frame = b"".join(
-        (
-            FRAME_PREFIX,
-            _B_TAG,
-            b";",
-            _B_VERSION,
-            b";",
-            session_id.encode("ascii"),
-            b";",
-            nonce.encode("ascii"),
-            b";",
-            encoded,
-            terminator,
-        )
-    )
-    if len(frame) > MAX_FRAME_BYTES:
-        raise ValueError(f"frame is {len(frame)} bytes, over the {MAX_FRAME_BYTES} limit")
-    return frame
 
 
 def decode_frame(body: bytes, session_id: str, nonce: str) -> dict[str, object] | Rejected:

@@ -10,7 +10,6 @@ decision).
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 import time
@@ -31,7 +30,9 @@ def main(argv: list[str]) -> int:
         return 0  # outside a ptyvisor session: not even stdin is read
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN)
-        event = json.loads(raw or b"{}")
+        from ptyvisor.wire import cjson  # not json: see cjson
+
+        event = cjson.loads(raw or b"{}")
         if not isinstance(event, dict):
             return 0
         module_name = MAPPERS.get(argv[0] if argv else "")
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
         decide = getattr(mapper, "decide", None)
         answer = decide(event, payloads) if decide is not None else None
         if answer is not None:
-            sys.stdout.write(json.dumps(answer, ensure_ascii=False))
+            sys.stdout.write(cjson.dumps(answer, ensure_ascii=False))
             sys.stdout.flush()
     except Exception:  # never break the agent
         return 0

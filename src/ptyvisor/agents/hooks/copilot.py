@@ -25,12 +25,12 @@ Claude's Stop does (the same ``stop_hook_active`` and block answer).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc, without collections (2 ms)
 
 from ptyvisor.agents.hooks import normalise
 from ptyvisor.agents.hooks.decide import continue_with_queued_message
 from ptyvisor.agents.hooks.normalise import Payload, cleared, request_digest, row, rows, submitted
+from ptyvisor.wire import cjson
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def failure(event: Mapping[str, Any], at: int) -> list[Payload]:
     message = error.get("message") if isinstance(error, Mapping) else error
     reason = str(message or "model call failed")
     try:
-        body = json.loads(reason)
+        body = cjson.loads(reason)
     except ValueError:
         body = None
     if isinstance(body, Mapping) and isinstance(body.get("message"), str):

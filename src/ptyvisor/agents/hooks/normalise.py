@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc, without collections (2 ms)
 
 from ptyvisor.agents.digest import hex_digest, prompt_digest
-from ptyvisor.agents.masking import mask
-from ptyvisor.wire.frames import encode_frame
+from ptyvisor.wire import cjson
+from ptyvisor.wire.frame_encoding import encode_frame
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
 if TYPE_CHECKING:
@@ -30,9 +29,11 @@ def text(value: object, limit: int = MAX_TEXT) -> str:
     and left readable."""
     if value is None:
         return ""
-    raw = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    raw = value if isinstance(value, str) else cjson.dumps(value, ensure_ascii=False)
     # Mask a margin beyond what is kept, so a secret that straddles the cut is still
     # recognised, without paying for megabytes nobody will see.
+    from ptyvisor.agents.masking import mask  # its patterns load re: only for text
+
     masked = mask(raw[: limit + 512])
     return masked if len(masked) <= limit else masked[: limit - 1] + "…"
 
@@ -78,7 +79,7 @@ def cleared(at: int, ident: str | None, reason: str) -> Payload:
 def request_digest(tool: str, tool_input: object) -> str:
     """A stable id for a request without one: tool name + canonical input, hashed so
     the input itself is not kept."""
-    canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), default=str)
+    canonical = cjson.dumps(tool_input, sort_keys=True, separators=(",", ":"), default=str)
     return "req-" + hex_digest(f"{tool}\0{canonical}".encode())[:24]
 
 
@@ -181,7 +182,7 @@ def _describe_suggestion(item: Mapping[str, Any]) -> str:
     if kind == "addDirectories":
         dirs = item.get("directories") or []
         return "Allow access to " + ", ".join(str(d) for d in dirs)
-    return kind or json.dumps(item, ensure_ascii=False)
+    return kind or cjson.dumps(item, ensure_ascii=False)
 
 
 def fit(session_id: str, nonce: str, payload: Mapping[str, object]) -> bytes:
