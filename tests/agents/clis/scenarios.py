@@ -379,24 +379,43 @@ async def in_a_user_text(run: AgentRun, later: Request, queued: str) -> None:
 
 
 async def interrupted_by_esc(
-    run: AgentRun, prompt: str, busy: Screen, gone: Screen, *, settle: float = 0, late: float = 1
+    run: AgentRun,
+    prompt: str,
+    busy: Screen,
+    gone: Screen,
+    *,
+    key: str = ESC,
+    settle: float = 0,
+    late: float = 1,
+    hooks_after: int = 0,
 ) -> None:
-    """Esc during the turn ``prompt`` starts (the caller scripted a slow reply or a
-    long command, showing ``busy``) ends it: ``waiting``, reason ``interrupted``
-    (inferred by ptyvisor from the key), ``gone`` on screen, and no hook within
-    ``late`` s brings ``working`` back."""
+    """Esc (or ``key``: Ctrl-C) during the turn ``prompt`` starts (the caller scripted
+    a slow reply or a long command, showing ``busy``) ends it: ``waiting``, reason
+    ``interrupted`` (inferred by ptyvisor from the key), ``gone`` on screen, and no
+    hook within ``late`` s brings ``working`` back. ``hooks_after``: how many frames
+    the agent's extension sends from the key on (what its pinned version reports on
+    an interrupt, written in its extension's README)."""
     mark = run.mark()
     await run.submit(prompt)
     await run.wait_phase("working", since=mark)
     await run.scripted_request(0, "the slow request")
     await run.wait_screen(busy, wait=10)
     await anyio.sleep(settle)
+    before = await frames_arrived(run)
     mark = run.mark()
-    await run.type(ESC)
+    await run.type(key)
     interrupted = await run.wait_phase("waiting", since=mark, wait=10)
     assert interrupted.activity.reason == "interrupted"
     await run.wait_screen(gone, wait=10)
     await anyio.sleep(late)  # any late hook would have landed by now
     assert run.changes[-1].activity.phase.value == "waiting", run.phases
     assert run.phases == ["starting", "waiting", "working", "waiting"]
+    after = await frames_arrived(run) - before
+    assert after == hooks_after, f"{after} frames after the interrupt, not {hooks_after}"
     await run.assert_clean()
+
+
+async def frames_arrived(run: AgentRun) -> int:
+    """Authentic frames the session has had, whether or not they changed anything."""
+    stats = await run.client.stats(run.session_id)
+    return stats.frames_applied + stats.frames_ignored

@@ -17,6 +17,8 @@ import pytest
 
 from tests.agents.clis.fake_model import Reply
 from tests.agents.clis.scenarios import (
+    CTRL_C,
+    ESC,
     KEYS,
     Session,
     interrupted_by_esc,
@@ -50,7 +52,8 @@ async def test_claude_code_session_end_to_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(90, func_only=True)
-async def test_claude_code_interrupt_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", [ESC, CTRL_C], ids=["esc", "ctrl-c"])
+async def test_claude_code_interrupt_end_to_end(tmp_path: Path, key: str) -> None:
     """Esc during a working turn (a long allowed command) ends the turn: ``waiting``,
     reason ``interrupted``, and no late hook brings ``working`` back."""
     settings = tmp_path / "project" / ".claude" / "settings.local.json"
@@ -60,5 +63,5 @@ async def test_claude_code_interrupt_end_to_end(tmp_path: Path) -> None:
         run.model.script(Reply.shell(AGENT, SLOW, description="Wait a while"))
         settle = KEYS[AGENT].approve_after  # Claude drops keys for a moment after a frame
         busy = "time.sleep(30)"
-        await interrupted_by_esc(run, "Wait a while", busy, "Interrupted", settle=settle)
+        await interrupted_by_esc(run, "Wait a while", busy, "Interrupted", key=key, settle=settle)
     run.model.assert_no_unexpected()

@@ -9,11 +9,20 @@ tests/agents/clis/scenarios.py; keys and timings: see ``tests/agents/clis/test_a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.agents.clis.scenarios import Session, session_end_to_end
+from tests.agents.clis.fake_model import Reply
+from tests.agents.clis.scenarios import (
+    CTRL_C,
+    ESC,
+    Session,
+    interrupted_by_esc,
+    session_end_to_end,
+    started,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -30,3 +39,18 @@ SESSION = Session(
 @pytest.mark.timeout(90, func_only=True)
 async def test_codex_session_end_to_end(tmp_path: Path) -> None:
     await session_end_to_end(tmp_path, SESSION)
+
+
+@pytest.mark.timeout(90, func_only=True)
+@pytest.mark.parametrize("key", [ESC, CTRL_C], ids=["esc", "ctrl-c"])
+async def test_codex_interrupt_end_to_end(tmp_path: Path, key: str) -> None:
+    """Esc or Ctrl-C while Codex waits for a slow model ends the turn: ``waiting``,
+    reason ``interrupted`` (from the key: Codex 0.171 fires no Stop hook for it), and
+    no late hook brings ``working`` back."""
+    busy = "esc to interrupt"
+    async with started("codex", tmp_path) as run:
+        run.model.script(replace(Reply.text("Too late LATE-1"), delay=20.0))
+        await interrupted_by_esc(
+            run, "Take your time", busy, lambda s: busy not in s, key=key, late=2
+        )
+        assert "LATE-1" not in await run.screen()

@@ -21,6 +21,8 @@ import pytest
 from ptyvisor.agents.interaction import Interaction
 from tests.agents.clis.fake_model import Reply, Request
 from tests.agents.clis.scenarios import (
+    CTRL_C,
+    ESC,
     Session,
     error_of,
     interrupted_by_esc,
@@ -78,12 +80,15 @@ async def test_copilot_acts_on_a_queued_message(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(150, func_only=True)
-async def test_copilot_interrupt_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", [ESC, CTRL_C], ids=["esc", "ctrl-c"])
+async def test_copilot_interrupt_end_to_end(tmp_path: Path, key: str) -> None:
     """Esc while Copilot waits for a slow model reply ends the turn: ``waiting``,
     reason ``interrupted`` (from the keystroke), and no late hook brings ``working``
     back."""
     async with started(AGENT, tmp_path) as run:
         run.model.script(replace(Reply.text("Too late LATE-1"), delay=20.0))
         # Its footer while busy: "◎ Working esc esc edit prompt".
-        await interrupted_by_esc(run, "Take your time", BUSY, lambda s: BUSY not in s, late=2)
+        await interrupted_by_esc(
+            run, "Take your time", BUSY, lambda s: BUSY not in s, key=key, late=2
+        )
         assert "LATE-1" not in await run.screen()

@@ -20,6 +20,8 @@ import pytest
 
 from tests.agents.clis.fake_model import Reply
 from tests.agents.clis.scenarios import (
+    CTRL_C,
+    ESC,
     Session,
     in_a_user_text,
     interrupted_by_esc,
@@ -62,13 +64,16 @@ async def test_gemini_cli_acts_on_a_queued_message(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(90, func_only=True)
-async def test_gemini_cli_interrupt_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", [ESC, CTRL_C], ids=["esc", "ctrl-c"])
+async def test_gemini_cli_interrupt_end_to_end(tmp_path: Path, key: str) -> None:
     """Esc while Gemini waits for a slow model ends the turn: ``waiting``, reason
     ``interrupted`` (ptyvisor infers it from the key), and no late hook brings
     ``working`` back."""
     async with started(AGENT, tmp_path) as run:
         run.model.script(replace(Reply.text("Too late LATE-1"), delay=20.0))
-        await interrupted_by_esc(run, "Take your time", "esc to cancel", "Request cancelled")
+        await interrupted_by_esc(
+            run, "Take your time", "esc to cancel", "Request cancelled", key=key, hooks_after=1
+        )
 
 
 @pytest.mark.timeout(90, func_only=True)

@@ -12,6 +12,7 @@ the TUI quits with status 0.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from ptyvisor.agents.activity import ActivityPhase
 from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.ready import PROMPT_SHOWN
+from tests.agents.clis.scenarios import interrupted_by_esc, started
 from tests.agents.clis.under_ptyvisor import agent_session
 
 pytestmark = pytest.mark.anyio
@@ -129,3 +131,20 @@ async def test_pi_dialog_is_needs_input(tmp_path: Path) -> None:
         assert (run.project / "out.txt").read_text().strip() == "pi-tool-ran"
         assert run.phases == ["starting", "waiting", "working", "needs_input", "working", "waiting"]
     model.assert_no_unexpected()
+
+
+@pytest.mark.timeout(90, func_only=True)
+async def test_pi_interrupt_end_to_end(tmp_path: Path) -> None:
+    """Esc while Pi waits for a slow model ends the turn: ``waiting``, reason
+    ``interrupted`` (from the key), and no late frame brings ``working`` back. Pi
+    1.6.0 reports the aborted turn itself (``agent_end``, ``stopReason: aborted``):
+    two frames, saying what the key already said."""
+    async with started("pi", tmp_path) as run:
+        run.model.script(replace(Reply.text("Too late LATE-1"), delay=20.0))
+        await interrupted_by_esc(
+            run, "Take your time", PI_BUSY, lambda s: PI_BUSY not in s, late=2, hooks_after=2
+        )
+        assert "LATE-1" not in await run.screen()
+
+
+PI_BUSY = "Working"

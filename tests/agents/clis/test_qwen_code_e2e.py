@@ -25,6 +25,8 @@ from ptyvisor.config import Settings
 from tests.agents.clis.fake_model import Reply, Request
 from tests.agents.clis.scenarios import (
     ALLOWED,
+    CTRL_C,
+    ESC,
     KEYS,
     Session,
     allow_then_deny,
@@ -130,7 +132,8 @@ async def approved_by_keys(run: AgentRun, mark: int) -> None:
 
 
 @pytest.mark.timeout(120, func_only=True)
-async def test_qwen_code_interrupt_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", [ESC, CTRL_C], ids=["esc", "ctrl-c"])
+async def test_qwen_code_interrupt_end_to_end(tmp_path: Path, key: str) -> None:
     """Esc while Qwen waits for a slow model reply ends the turn (Qwen puts the prompt
     back in its input box): ``waiting``, reason ``interrupted`` (inferred by ptyvisor
     from the keystroke: no hook fires), and no late hook brings ``working`` back."""
@@ -139,6 +142,6 @@ async def test_qwen_code_interrupt_end_to_end(tmp_path: Path) -> None:
         # The turn is gone: Qwen puts the prompt back in its input box.
         gone = "esc to cancel"
         await interrupted_by_esc(
-            run, "Take your time", gone, lambda screen: gone not in screen, late=2
+            run, "Take your time", gone, lambda s: gone not in s, key=key, late=2
         )
         assert "LATE-1" not in await run.screen()
