@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+import ptyvisor
 from ptyvisor.client.client import Client as PtyvisorClient
-from tests.agents.clis.fake_model import FakeModelServer, Reply
+from tests.agents.clis.fake_model import FakeModelServer, Reply, Request
 from tests.agents.clis.installed import agent_bin_dir
 from tests.agents.clis.offline import offline_env
 
@@ -144,3 +146,83 @@ async def test_a_held_approval_answered_through_mcp_and_strings_made_inert(
     finally:
         serve.terminate()
         serve.wait(timeout=30)
+
+
+def orchestrator_reply(tool: str, **arguments: Any) -> Reply:
+    """The orchestrating Claude's model calls one of ptyvisor's MCP tools (Claude names
+    an MCP server's tools ``mcp__<server>__<tool>``); only Claude's requests take it."""
+    return replace(Reply.tool(f"mcp__ptyvisor__{tool}", arguments), when=from_claude)
+
+
+def from_claude(request: Request) -> bool:
+    return request.api == "anthropic"
+
+
+def from_pi(request: Request) -> bool:
+    return request.api == "chat"
+
+
+@pytest.mark.timeout(180, func_only=True)
+async def test_an_agent_drives_another_through_mcp(tmp_path: Path) -> None:
+    """Claude Code, given ``ptyvisor mcp`` with ``--mcp-config``, starts Pi, prompts it,
+    waits for it and reads its screen, all because its (fake) model called the tools:
+    the whole path an orchestrating agent takes, offline, with real agents on both
+    ends and the same token and rules as any client."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    async with FakeModelServer() as model:
+        env, _ = offline_env("pi", home, project, model.base_url)  # what the server runs
+        env["PATH"] = os.pathsep.join(
+            [str(Path(sys.executable).parent), str(agent_bin_dir()), env["PATH"]]
+        )
+        env.update(PTYVISOR_STATE_DIR=str(tmp_path / "state"), PTYVISOR_TOKEN=TOKEN)
+        serve, _ = start_serve(["--port", "0"], env=env, stdout=tmp_path / "serve.out")
+        try:
+            url = (tmp_path / "serve.out").read_text().split("serving on ", 1)[1].split()[0]
+            claude_env, claude_args = offline_env("claude-code", home, project, model.base_url)
+            claude_env["PATH"] = env["PATH"]
+            mcp_config = tmp_path / "mcp.json"
+            server = {
+                "command": PTYVISOR_BIN,
+                "args": ["mcp", "--url", url],
+                "env": {"PTYVISOR_TOKEN": TOKEN},  # the token never in a command line
+            }
+            mcp_config.write_text(json.dumps({"mcpServers": {"ptyvisor": server}}))
+            model.script(
+                orchestrator_reply("start_agent", agent="pi", cwd=str(project), name="worker"),
+                orchestrator_reply("send_prompt", session_ref="worker", text="Say PI-HELLO"),
+                replace(Reply.text("Hello from Pi PI-DONE"), when=from_pi),
+                orchestrator_reply("wait_for", session_ref="worker", until="ready"),
+                orchestrator_reply("read_screen", session_ref="worker"),
+                replace(Reply.text("The worker said it ORCHESTRATED"), when=from_claude),
+            )
+            async with ptyvisor.connect(url, TOKEN) as remote:
+                args = ["--mcp-config", str(mcp_config), "--allowedTools", "mcp__ptyvisor"]
+                orchestrator = await remote.spawn(
+                    [*claude_args, *args],
+                    agent="claude-code",
+                    cwd=str(project),
+                    env=claude_env,
+                    name="orchestrator",
+                    cols=120,
+                    rows=40,
+                )
+                await orchestrator.prompt("Have a worker say hello", ready_wait=60)
+                await orchestrator.wait_for(text="ORCHESTRATED", timeout=120)
+
+                claude_turns = [r for r in model.scripted if from_claude(r)]
+                started = json.loads(claude_turns[1].tool_results()[-1].output)
+                assert started["agent"] == "pi" and started["name"] == "worker"
+                screen = claude_turns[-1].tool_results()[-1].output
+                assert "PI-DONE" in screen, screen
+                (pi_turn,) = [r for r in model.scripted if from_pi(r)]
+                assert any("Say PI-HELLO" in text for text in pi_turn.user_texts())
+                worker = await remote.session("worker")
+                assert worker.id == started["id"]
+                assert (await worker.summary()).activity.phase.value == "waiting"
+                await worker.close()
+                await orchestrator.close()
+        finally:
+            serve.terminate()
+            serve.wait(timeout=30)
+    model.assert_no_unexpected()
