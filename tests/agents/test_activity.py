@@ -603,20 +603,58 @@ COPILOT_PROMPT = [
 ]
 
 
-def test_a_start_up_dialog_is_not_ready_however_quiet() -> None:
-    """Copilot asks whether to trust the folder before its prompt shows: keys typed
-    then answer the dialog, so quiet must not call the session Ready; the prompt,
-    once the dialog is answered, does."""
+def test_a_start_up_dialog_needs_input_until_the_prompt_shows() -> None:
+    """Copilot asks whether to trust the folder before its prompt shows: the session
+    needs input, with the dialog's title (a client, a notification can say what it
+    waits on); keys typed then answer the dialog, so neither quiet nor a key makes it
+    Ready; the prompt, once the dialog is answered, does."""
     rules = ActivityRules(1000, agent="copilot")
-    assert rules.handle(ScreenShown(COPILOT_TRUST, 2000)) == []
+    assert kinds(rules.handle(ScreenShown(COPILOT_TRUST, 2000))) == ["Changed"]
+    asked = rules.activity
+    assert (asked.phase, asked.reason, asked.source, asked.since) == (
+        ActivityPhase.NEEDS_INPUT,
+        "Confirm folder trust",
+        "terminal",
+        2000,
+    )
+    assert rules.handle(ScreenShown(COPILOT_TRUST, 2500)) == [], "the same dialog: no change"
     assert rules.handle(Tick(9000, quiet_ms=7000, output_seen=True)) == []
-    assert rules.activity.phase is ActivityPhase.STARTING
+    assert rules.handle(KeyTyped(b"\x1b[B", 9100)) == [], "a key moves in the dialog"
+    assert rules.handle(KeyTyped(b"\x1b", 9150)) == [], "not an interrupt of a turn"
+    assert rules.activity == asked
+    assert rules.watches_screen() and rules.wants_ticks()
+    # Answered: the dialog goes; quiet before the prompt is drawn is Ready as ever.
+    assert rules.handle(ScreenShown(["", "loading"], 9300)) == []
     assert kinds(rules.handle(ScreenShown(COPILOT_PROMPT, 9500))) == ["Changed"]
     assert (rules.activity.phase, rules.activity.source) == (ActivityPhase.WAITING, "terminal")
+    assert rules.activity.reason is None
 
 
 def test_the_prompt_behind_a_start_up_dialog_is_not_ready() -> None:
     """The dialog is drawn over a screen that may already show the prompt's frame."""
     rules = ActivityRules(1000, agent="copilot")
-    assert rules.handle(ScreenShown([*COPILOT_PROMPT, *COPILOT_TRUST], 2000)) == []
-    assert rules.activity.phase is ActivityPhase.STARTING
+    rules.handle(ScreenShown([*COPILOT_PROMPT, *COPILOT_TRUST], 2000))
+    assert rules.activity.phase is ActivityPhase.NEEDS_INPUT
+
+
+def test_quiet_after_a_start_up_dialog_is_ready() -> None:
+    """A dialog answered and gone, a prompt never recognised (a changed layout): quiet
+    ends the start-up, as it does without a dialog."""
+    rules = ActivityRules(1000, agent="copilot")
+    rules.handle(ScreenShown(COPILOT_TRUST, 2000))
+    rules.handle(ScreenShown(["a layout of its own"], 3000))
+    assert kinds(rules.handle(Tick(5000, quiet_ms=1500, output_seen=True))) == ["Changed"]
+    assert rules.activity.phase is ActivityPhase.WAITING
+
+
+def test_a_start_up_dialog_survives_a_planned_restart() -> None:
+    """Handed to the next server (export/restore), it is still not answered by a key."""
+    rules = ActivityRules(1000, agent="copilot")
+    rules.handle(ScreenShown(COPILOT_TRUST, 2000))
+    state = rules.tracker.export()
+    restored = ActivityTracker(5000, agent="copilot")
+    restored.restore(state)
+    assert restored.in_startup_dialog
+    assert not restored.attended(6000) and not restored.interrupted(6000)
+    assert restored.started_up(7000)
+    assert restored.activity.phase is ActivityPhase.WAITING

@@ -193,6 +193,8 @@ class ActivityTracker:
         """An extension reports (or will): terminal signals change nothing."""
         self._before_attention: Activity | None = None
         """What an inferred ``needs_input`` (a notification, a bell) interrupted."""
+        self._startup_dialog = False
+        """``needs_input`` is the agent's own dialog before its prompt (`startup_dialog`)."""
 
     @property
     def activity(self) -> Activity:
@@ -208,6 +210,7 @@ class ActivityTracker:
             "last_at": self._last_at,
             "final": self._final,
             "extension": self._extension,
+            "startup_dialog": self._startup_dialog,
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -220,6 +223,7 @@ class ActivityTracker:
         self._last_at = int(state.get("last_at", 0))
         self._final = bool(state.get("final", False))
         self._extension = bool(state.get("extension", self._extension or self._last_at > 0))
+        self._startup_dialog = bool(state.get("startup_dialog", False))
 
     def resume(self, activity: Activity) -> None:
         """After a crash of the server: the last activity the records know (see
@@ -242,6 +246,7 @@ class ActivityTracker:
             return False
         self._last_at = payload.at
         self._extension = True
+        self._startup_dialog = False  # the agent reports: its start-up is over
         match payload:
             case ActivityReport():
                 return self._report(payload)
@@ -327,12 +332,33 @@ class ActivityTracker:
     def started_up(self, at: int) -> bool:
         """The agent's TUI is up and its extension cannot say so (Codex reports nothing
         before the first prompt, OpenCode's plugin loads long before its TUI reads
-        keys; the session sees the prompt on screen): ``starting`` becomes ``waiting``,
-        nothing else."""
-        if self._final or self._activity.phase is not ActivityPhase.STARTING:
+        keys; the session sees the prompt on screen): ``starting``, or the start-up
+        dialog's ``needs_input``, becomes ``waiting``, nothing else."""
+        if self._final or not (self.starting or self.in_startup_dialog):
             return False
+        self._startup_dialog = False
         self._last_at = max(self._last_at, at)
         return self._set_phase(ActivityPhase.WAITING, at=at, reason=None, source="terminal")
+
+    def startup_dialog(self, title: str, at: int) -> bool:
+        """The agent asks something before its prompt shows (Copilot's folder trust):
+        ``needs_input`` with the dialog's title (source ``terminal``), until its prompt
+        shows (`started_up`). Not answered by just any key, as a notification is: the
+        dialog goes when the user has chosen."""
+        if self._final or not self.starting:
+            return False
+        self._startup_dialog = True
+        self._last_at = max(self._last_at, at)
+        return self._set_phase(ActivityPhase.NEEDS_INPUT, at=at, reason=title, source="terminal")
+
+    @property
+    def starting(self) -> bool:
+        return self._activity.phase is ActivityPhase.STARTING
+
+    @property
+    def in_startup_dialog(self) -> bool:
+        """Whether the agent's start-up dialog is what it waits on (`startup_dialog`)."""
+        return self._startup_dialog and self._activity.phase is ActivityPhase.NEEDS_INPUT
 
     def turn_on_screen(self, began: bool, at: int) -> bool:
         """The agent's TUI drew its busy line while ``waiting`` (``began``: a turn has
@@ -354,9 +380,14 @@ class ActivityTracker:
     def interrupted(self, at: int) -> bool:
         """The user pressed Esc / Ctrl-C during a turn: no agent reports that, so the
         keystroke itself ends the turn (and answers any pending prompt)."""
-        if self._final or self._activity.phase not in (
-            ActivityPhase.WORKING,
-            ActivityPhase.NEEDS_INPUT,
+        if (
+            self._final
+            or self._startup_dialog
+            or self._activity.phase
+            not in (
+                ActivityPhase.WORKING,
+                ActivityPhase.NEEDS_INPUT,
+            )
         ):
             return False
         self._last_at = max(self._last_at, at)
@@ -393,8 +424,10 @@ class ActivityTracker:
         """The user typed into a session whose inferred ``needs_input`` (a notification,
         a bell) asked for them: back to what it was before."""
         current = self._activity
-        if self._final or not (
-            current.phase is ActivityPhase.NEEDS_INPUT and current.source == "terminal"
+        if (
+            self._final
+            or self._startup_dialog
+            or not (current.phase is ActivityPhase.NEEDS_INPUT and current.source == "terminal")
         ):
             return False
         before = self._before_attention or current.model_copy(
@@ -806,17 +839,20 @@ class ActivityRules:
                 self._queued_at = at
                 return []
 
+    def _starting(self) -> bool:
+        """Start-up is not over: ``starting``, or its dialog's ``needs_input``."""
+        return self.tracker.starting or self.tracker.in_startup_dialog
+
     def watches_screen(self) -> bool:
         """Whether the renderer should hand over the screen (`ScreenShown`) now."""
-        if self.activity.phase is ActivityPhase.STARTING:
+        if self._starting():
             return self._ready_screen is not None
         return self._busy_line is not None and self._busy_line.watching(self.activity)
 
     def wants_ticks(self) -> bool:
         """Whether time matters now (`Tick`): a start-up that may end in quiet, or a
         guessed turn whose line has gone."""
-        starting = self.activity.phase is ActivityPhase.STARTING
-        return (starting and self._quiet_rule) or self._busy_gone_at is not None
+        return (self._starting() and self._quiet_rule) or self._busy_gone_at is not None
 
     # ------------------------------------------------------------------ frames
 
@@ -886,16 +922,18 @@ class ActivityRules:
         reads keys from that first frame on); then the busy line. The screen that
         ends the start-up is the busy line's first one."""
         effects: list[Effect] = []
-        if self.activity.phase is ActivityPhase.STARTING and self._ready_screen is not None:
+        if self._starting() and self._ready_screen is not None:
             self._drawn = self._drawn or any(line.strip() for line in rows)
             shown = "\n".join(rows)
-            dialog = self._startup_dialog
-            self._in_dialog = dialog is not None and dialog.search(shown) is not None
-            if not self._in_dialog and self._ready_screen.search(shown) is not None:
+            asked = self._startup_dialog.search(shown) if self._startup_dialog else None
+            self._in_dialog = asked is not None
+            if asked is not None:
+                effects += _changed(self.tracker.startup_dialog(asked.group(0), at))
+            elif self._ready_screen.search(shown) is not None:
                 self._prompt_seen = True
                 effects += self._become_ready(at)
         line = self._busy_line
-        if line is not None and self.activity.phase is not ActivityPhase.STARTING:
+        if line is not None and not self._starting():
             began = line.look("\n".join(rows), self.activity)
             if began is False:
                 if self._busy_gone_at is None:
@@ -906,7 +944,7 @@ class ActivityRules:
 
     def _tick(self, tick: Tick) -> list[Effect]:
         effects: list[Effect] = []
-        if self.activity.phase is ActivityPhase.STARTING and self._quiet_rule:
+        if self._starting() and self._quiet_rule:
             # The fallback when the prompt is not seen (a dialog of the agent's own, a
             # changed layout): once the start-up output has gone quiet, the agent waits
             # for the user. An agent that reports Ready is so only once its report

@@ -185,8 +185,9 @@ STARTUP_DIALOG: dict[str, str] = {
     "copilot": r"Confirm folder trust",
 }
 """A dialog an agent draws before its input prompt, waiting for the user: searched
-like `READY_SCREEN`. While it shows, start-up quiet does not make the session Ready
-(its keys would answer the dialog, not type a prompt)."""
+like `READY_SCREEN`. While it shows, the session needs input, with the matched text as
+its reason; neither start-up quiet nor a keystroke makes it Ready (keys typed then
+would answer the dialog, not type a prompt): its prompt does, drawn after it."""
 
 
 BUSY_SCREEN: dict[str, str] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -44,13 +45,27 @@ DIALOG_SETTLE = 0.6
 
 
 async def answer_startup_dialogs(run: AgentRun, agent: str) -> None:
-    """Answer the agent's start-up dialogs as a user would, checking that ptyvisor
-    did not call the session Ready meanwhile (its keys would answer the dialog)."""
+    """Answer the agent's start-up dialogs as a user would, once ptyvisor says the
+    session needs input for that dialog, and never called it Ready before (keys typed
+    at that Ready would answer the dialog)."""
     for dialog, key in STARTUP_DIALOGS.get(agent, ()):
         await run.wait_screen(dialog, wait=60)
+        await run.wait_change(partial(_asks, dialog), wait=30)
+        assert "waiting" not in run.phases, f"Ready while {dialog!r} shows: {run.phases}"
         await anyio.sleep(DIALOG_SETTLE)
-        assert set(run.phases) <= {"starting"}, f"Ready while {dialog!r} shows: {run.phases}"
         await run.type(key)
+
+
+def _asks(dialog: str, change: ActivityChanged) -> bool:
+    return change.activity.phase is ActivityPhase.NEEDS_INPUT and change.activity.reason == dialog
+
+
+def with_startup(agent: str, phases: list[str]) -> list[str]:
+    """``phases`` as a client sees them for ``agent``: an agent with a start-up dialog
+    needs input between ``starting`` and Ready."""
+    if agent not in STARTUP_DIALOGS or phases[:1] != ["starting"]:
+        return phases
+    return ["starting", "needs_input", *phases[1:]]
 
 
 async def prompt_at_ready(run: AgentRun, agent: str, text: str, *, ready_wait: float) -> int:

@@ -24,7 +24,7 @@ from ptyvisor.agents.interaction import Interaction
 from ptyvisor.config import Settings
 from ptyvisor.errors import ServerError
 from tests.agents.clis.fake_model import FakeModelServer, Reply, Request
-from tests.agents.clis.ready import PROMPT_SHOWN, answer_startup_dialogs
+from tests.agents.clis.ready import PROMPT_SHOWN, answer_startup_dialogs, with_startup
 from tests.agents.clis.under_ptyvisor import FULL_TURN_PHASES, AgentRun, Screen, agent_session, row
 
 ENTER = "\r"
@@ -248,7 +248,7 @@ async def session_end_to_end(tmp_path: Path, spec: Session) -> None:
         await run.wait_screen(spec.failed_screen or PROMPT_SHOWN[agent], wait=10)
 
         await quit_from_prompt(run, agent, since=mark)
-        assert run.phases == FULL_TURN_PHASES, run.phases
+        assert run.phases == with_startup(agent, FULL_TURN_PHASES), run.phases
         await run.assert_clean()
     assert model.pending == 0
     assert (run.project / "out.txt").read_text().split()[0] == "tool-ran"
@@ -409,7 +409,7 @@ async def interrupted_by_esc(
     await run.wait_screen(gone, wait=10)
     await anyio.sleep(late)  # any late hook would have landed by now
     assert run.changes[-1].activity.phase.value == "waiting", run.phases
-    assert run.phases == ["starting", "waiting", "working", "waiting"]
+    assert run.phases == with_startup(run.agent, ["starting", "waiting", "working", "waiting"])
     after = await frames_arrived(run) - before
     assert after == hooks_after, f"{after} frames after the interrupt, not {hooks_after}"
     await run.assert_clean()

@@ -64,6 +64,7 @@ class AgentRun:
     model: FakeModelServer
     project: Path
     changes: list[ActivityChanged] = field(default_factory=list)
+    agent: str = ""
     on_change: Callable[[ActivityChanged], Awaitable[None]] | None = None
     """Awaited with each change as it arrives, before any wait sees it: a client that
     acts the instant something happens (types at Ready), not at its next poll."""
@@ -248,7 +249,7 @@ async def agent_session(
                 via=via,
             )
             await client.attach(summary.id, answers_queries=False)
-            run = AgentRun(client, summary.id, model, project)
+            run = AgentRun(client, summary.id, model, project, agent=agent)
             run.changes.extend([ActivityChanged(session=summary.id, activity=summary.activity)])
             tg.start_soon(run.collect)
             try:
