@@ -70,7 +70,8 @@ def parse_key(spec: str) -> bytes:
         letter = spec[2]
     else:
         raise ValueError(f"the detach key must look like ^] or C-], not {spec!r}")
-    code = ord(letter.upper())
+    # ASCII only: "ß".upper() is two letters, the dotless i upper-cases to "I".
+    code = ord(letter.upper()) if letter.isascii() else 0
     if not 0x40 <= code <= 0x5F:
         raise ValueError(f"{spec!r} is not a control key (^@ to ^_, ^A to ^Z)")
     return bytes([code & 0x1F])
