@@ -186,7 +186,8 @@ def turn_outcome(line: str) -> tuple[bool, str | None] | None:
     if kind == "task_complete":
         error = payload.get("error")
         if error:
-            return True, text(error if isinstance(error, str) else error.get("message", error))
+            # Its message when it is an object; any other value as it is (text masks it).
+            return True, text(error.get("message", error) if isinstance(error, dict) else error)
         return False, None
     if kind in ("turn_aborted", "shutdown_complete"):
         return False, None
