@@ -14,13 +14,7 @@ from hypothesis import strategies as st
 from ptyvisor.agents.hooks import codex
 from ptyvisor.wire.control import Decision
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+from .payloads import JSON
 
 
 def event(name: str, **fields: Any) -> dict[str, Any]:
@@ -94,7 +88,7 @@ def test_its_question_tool_asks_at_pre_tool_use() -> None:
 
 
 def test_turn_boundaries() -> None:
-    def phases(name: str, **fields: Any) -> list[tuple[str, str | None]]:
+    def phases(name: str, **fields: Any) -> list[tuple[Any, Any]]:
         return [
             (p.get("phase", p["type"]), p.get("reason"))
             for p in codex.map_event(event(name, **fields), 1)
@@ -167,4 +161,5 @@ def test_any_rollout_line_is_an_outcome_or_none_never_an_exception(
             assert failed == (reason is not None)
             assert reason is None or (isinstance(reason, str) and "token=abc" not in reason)
     if kind == "task_complete" and error:
-        assert codex.turn_outcome(rollout_line({"type": kind, "error": error}))[0] is True
+        outcome = codex.turn_outcome(rollout_line({"type": kind, "error": error}))
+        assert outcome is not None and outcome[0] is True
