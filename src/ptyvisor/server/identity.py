@@ -73,7 +73,7 @@ class Identity:
         """Raises `BadIdentity` for anything `to_json` could not have written."""
         try:
             return cls._from_json(data)
-        except (KeyError, TypeError, ValueError, binascii.Error) as bad:
+        except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as bad:
             raise BadIdentity(f"unreadable identity: {type(bad).__name__}") from None
 
     @classmethod
