@@ -103,7 +103,7 @@ def take_message(env: Mapping[str, str] = os.environ) -> TakenMessage | None:
         sock.settimeout(TAKE_TIMEOUT)
         reply = _read_line(sock)
         text = read(cjson.loads(reply), QueuedMessage).text if reply is not None else None
-    except (OSError, ValueError):  # BadControlMessage is a ValueError
+    except (OSError, ValueError, RecursionError):  # BadControlMessage is a ValueError
         text = None
     if not isinstance(text, str) or not text:
         sock.close()
@@ -152,6 +152,6 @@ def _read_line(sock: socket.socket) -> bytes | None:
 def _parse(line: bytes) -> Decision | None:
     try:
         decision: Decision = read(cjson.loads(line), Decision)
-    except (ValueError, BadControlMessage):
+    except (ValueError, BadControlMessage, RecursionError):  # nested past the limit
         return None
     return decision
