@@ -263,13 +263,15 @@ def port_holder(port: int) -> tuple[int, str] | None:
                     inodes.add(f"socket:[{fields[9]}]")
     if not inodes:
         return None
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            for fd in os.scandir(f"/proc/{entry.name}/fd"):
-                with contextlib.suppress(OSError):
-                    if os.readlink(fd.path) in inodes:
-                        name = Path(f"/proc/{entry.name}/comm").read_text().strip()
-                        return int(entry.name), name
+    # Closed by ``with``: a return from inside the loops would leave them open.
+    with os.scandir("/proc") as processes:
+        for entry in processes:
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError), os.scandir(f"/proc/{entry.name}/fd") as fds:
+                for fd in fds:
+                    with contextlib.suppress(OSError):
+                        if os.readlink(fd.path) in inodes:
+                            name = Path(f"/proc/{entry.name}/comm").read_text().strip()
+                            return int(entry.name), name
     return None
