@@ -15,7 +15,7 @@ from .support import CSI, ESC, make, round_trip, state, text
 
 def test_zero_width_joiner_and_variation_selector_keep_the_rest_of_the_run() -> None:
     term = make("a⚠️ bc\r\n👩\u200d💻 ok\r\ne\u0301!")
-    assert text(term)[:3] == ["a⚠️ bc", "👩\u200d💻 ok", "é!"]
+    assert text(term)[:3] == ["a⚠️ bc", "👩\u200d💻 ok", "e\u0301!"]  # code points kept
     row0 = [c.data for c in term.line(0)[:5]]
     assert row0 == ["a", "⚠\ufe0f", " ", "b", "c"]
     row1 = [c.data for c in term.line(1)[:7]]
@@ -144,6 +144,11 @@ def test_scrollback_is_bounded() -> None:
     assert make("\r\n".join(f"{i}" for i in range(20)), scrollback=0).scrollback == []
 
 
-def test_no_scrollback_from_a_partial_scrolling_region() -> None:
-    term = make(f"{CSI}1;4r{CSI}4;1H\n\n\n", scrollback=10)
-    assert term.scrollback == []
+def test_a_scrolling_region_at_the_top_feeds_the_scrollback_as_the_page_does() -> None:
+    # xterm.js (and xterm) keep what scrolls out of a region that starts at the top of
+    # the main screen; the footer below it stays. A region lower down keeps nothing.
+    term = make(f"top\r\n\r\n\r\n\r\nfoot{CSI}1;4r{CSI}4;1H\n\n", scrollback=10)
+    assert [line.rstrip() for line in term.scrollback] == ["top", ""]
+    assert text(term) == ["", "", "", "", "foot"]
+    assert make(f"{CSI}2;4r{CSI}4;1H\n\n\n", scrollback=10).scrollback == []
+    assert make(f"{CSI}?1049h{CSI}1;4r{CSI}4;1H\n\n\n", scrollback=10).scrollback == []

@@ -251,9 +251,7 @@ class HeadlessTerminal:
         def saved(slot: SavedSlot | None) -> SavedCursor | None:
             if slot is None:
                 return None
-            return SavedCursor(
-                min(slot.x, cols - 1), min(slot.y, rows - 1), slot.attrs, slot.charsets
-            )
+            return SavedCursor(min(slot.x, cols), min(slot.y, rows - 1), slot.attrs, slot.charsets)
 
         modes = self.modes
         state = ScreenState(

@@ -7,7 +7,6 @@ goes to a `scrollback.Scrollback`; whole plain lines take `plain_lines` instead.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -205,15 +204,17 @@ class Screen(pyte.Screen):
     def _attach(self, char: str) -> None:
         """Append a zero-width character (combining, ZWJ, VS16) to the previous cell."""
         x = min(self.cursor.x, self.columns) - 1
-        if x < 0:
+        if x < 0:  # nothing before it: xterm.js gives it a cell of its own, as the page shows
+            self.buffer[self.cursor.y][0] = self.pens.cells(self.cursor.attrs)[char]
+            self.cursor.x = 1
             return
         line = self.buffer[self.cursor.y]
         cell = line[x]
         if cell.data == "" and x > 0:
             x -= 1
             cell = line[x]
-        if len(cell.data) < 32:
-            line[x] = cell._replace(data=unicodedata.normalize("NFC", cell.data + char))
+        if len(cell.data) < 32:  # as the program wrote it: xterm.js keeps the code points
+            line[x] = cell._replace(data=cell.data + char)
 
     def last_graphic_in(self, text: str) -> str:
         """The character `draw` would leave in ``last_graphic`` after ``text``
@@ -247,7 +248,8 @@ class Screen(pyte.Screen):
         return int(self.margins.top), int(self.margins.bottom)
 
     def index(self) -> None:
-        """IND/LF: scroll the region at its bottom, capturing main-screen scrollback."""
+        """IND/LF: scroll the region at its bottom; on the main screen, a region at its
+        top sends its first row to the scrollback."""
         cursor = self.cursor
         if cursor.x >= self.columns:
             cursor.x = self.columns - 1
@@ -257,13 +259,16 @@ class Screen(pyte.Screen):
                 cursor.y += 1
             return
         buffer = self.buffer
-        if top == 0 and bottom == self.lines - 1:
+        if top == 0 and (bottom == self.lines - 1 or self.main_buffer is None):
+            # A region at the top of the main screen feeds the scrollback too, as in
+            # xterm.js (and xterm): a footer kept below it stays where it is.
             first = buffer.pop(0) if 0 in buffer else ScreenLine()
             if self.main_buffer is None:
                 self.scrollback.append(first)
-            # Renumbering in one comprehension beats moving rows one by one.
-            self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
-            return
+            if bottom == self.lines - 1:
+                # Renumbering in one comprehension beats moving rows one by one.
+                self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
+                return
         grid.move_rows(self.buffer, top, bottom, -1)
 
     def reverse_index(self) -> None:
@@ -322,25 +327,34 @@ class Screen(pyte.Screen):
 
     # -- erasing -------------------------------------------------------------
 
+    def _disarm(self) -> int:
+        """Leave the pending-wrap state, as xterm.js does before ICH, DCH and ECH; the
+        cursor's column."""
+        x = self.cursor.x = min(self.cursor.x, self.columns - 1)
+        return x
+
     def insert_characters(self, count: int | None = None) -> None:
         """ICH, keeping wide characters whole or blanking them."""
-        x = min(self.cursor.x, self.columns - 1)
+        x = self._disarm()
         line = self.buffer[self.cursor.y]
         grid.insert_cells(line, self._blank(), x, min(count or 1, self.columns - x), self.columns)
 
     def delete_characters(self, count: int | None = None) -> None:
         """DCH, keeping wide characters whole or blanking them."""
-        x = min(self.cursor.x, self.columns - 1)
+        x = self._disarm()
         line = self.buffer[self.cursor.y]
         grid.delete_cells(line, self._blank(), x, min(count or 1, self.columns - x), self.columns)
 
     def erase_in_line(self, how: int = 0, private: bool = False) -> None:
-        x = min(self.cursor.x, self.columns - 1)
+        """EL. In the pending-wrap state the cursor is past the last column, as in
+        xterm.js: EL 0 keeps the character written there (xterm would erase it, the
+        page's terminal does not) and the pending wrap."""
+        x = self.cursor.x
         line = self.buffer[self.cursor.y]
         if how == 0:
             grid.erase(line, self._blank(), x, self.columns)
         elif how == 1:
-            grid.erase(line, self._blank(), 0, x + 1)
+            grid.erase(line, self._blank(), 0, min(x + 1, self.columns))
         elif how == 2:
             grid.erase(line, self._blank(), 0, self.columns)
 
@@ -367,7 +381,7 @@ class Screen(pyte.Screen):
                 self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), blank))
 
     def erase_characters(self, count: int | None = None) -> None:
-        x = min(self.cursor.x, self.columns - 1)
+        x = self._disarm()
         grid.erase(
             self.buffer[self.cursor.y], self._blank(), x, min(self.columns, x + (count or 1))
         )
@@ -423,11 +437,16 @@ class Screen(pyte.Screen):
             self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), Cell("E")))
 
     def tab(self) -> None:
+        """HT; in the pending-wrap state nothing moves (as xterm.js), as for CHT and CBT."""
         x = self.cursor.x
+        if x >= self.columns:
+            return
         stop = min((s for s in self.tabstops if s > x), default=self.columns - 1)
         self.cursor.x = min(stop, self.columns - 1)
 
     def back_tab(self, count: int = 0) -> None:
+        if self.cursor.x >= self.columns:
+            return
         for _ in range(count or 1):
             x = min(self.cursor.x, self.columns - 1)
             self.cursor.x = max((s for s in self.tabstops if s < x), default=0)
@@ -440,7 +459,7 @@ class Screen(pyte.Screen):
         """DECSC into the slot of the current buffer (xterm keeps one per buffer)."""
         c = self.cursor
         self.saved[self.alt_active] = SavedSlot(
-            min(c.x, self.columns - 1),
+            c.x,  # may be the pending-wrap column, as xterm.js keeps it (DECRC clamps)
             c.y,
             c.attrs,
             self.charsets,
@@ -459,7 +478,7 @@ class Screen(pyte.Screen):
             self.mode.discard(DECOM)
         self.set_charsets(saved.charsets)
         self.cursor.attrs = saved.attrs
-        self.cursor.x = min(saved.x, self.columns - 1)
+        self.cursor.x = min(saved.x, self.columns - 1)  # the pending wrap is not restored
         self.cursor.y = min(saved.y, self.lines - 1)
         if saved.origin:  # as xterm: in origin mode the cursor stays in the region
             top, bottom = self._region()
@@ -520,7 +539,6 @@ class Screen(pyte.Screen):
                 self.cursor_position()
             elif m == 7:
                 (self.mode.add if on else self.mode.discard)(DECAWM)
-                self.cursor.x = min(self.cursor.x, self.columns - (0 if on else 1))
             elif m == 25:
                 (self.mode.add if on else self.mode.discard)(_DECTCEM)
                 self.cursor.hidden = not on
@@ -585,7 +603,7 @@ class Screen(pyte.Screen):
         saved = self.saved[slot]
         if saved is not None:
             y = max(0, min(saved.y + shift, self.lines - 1))
-            self.saved[slot] = saved._replace(x=min(saved.x, self.columns - 1), y=y)
+            self.saved[slot] = saved._replace(x=min(saved.x, self.columns), y=y)
 
     # -- SGR -----------------------------------------------------------------
 

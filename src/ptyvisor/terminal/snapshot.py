@@ -164,7 +164,7 @@ def _is_wide(data: str) -> bool:
 class SavedCursor:
     """A DECSC slot: 0-based position and the pen at save time."""
 
-    x: int
+    x: int  # may equal the width: saved in the pending-wrap state
     y: int
     attrs: Cell
     charsets: Charsets = field(default_factory=Charsets)
@@ -367,37 +367,45 @@ def _screen_line(w: _Writer, line: Line, cols: int, row: int) -> None:
 
 
 def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
-    """Place the cursor, re-arming a pending wrap by rewriting the last cell(s)."""
-    cols = state.cols
-    y = state.cursor_y
+    """Place the cursor, re-arming a pending wrap by rewriting the last cell(s)
+    (autowrap is on here; it is turned off after, if it was, keeping the state)."""
     top = state.margins[0] if state.origin_mode and state.margins else 0
-    if state.cursor_x >= cols and state.auto_wrap:
-        line = lines[y]
-        last = line[cols - 1]
-        if last.data == "" and cols >= 2 and _is_wide(line[cols - 2].data):
-            w.goto(y - top, cols - 2)
-            w.pen(line[cols - 2])
-            w.out.append(line[cols - 2].data)
-        else:
-            w.goto(y - top, cols - 1)
-            w.pen(last)
-            w.out.append(last.data if last.data and not _is_wide(last.data) else " ")
+    _place(w, state.cols, lines[state.cursor_y], state.cursor_y - top, state.cursor_x)
+
+
+def _place(w: _Writer, cols: int, line: Line, y: int, x: int) -> None:
+    """Put the cursor at row ``y`` (as CUP counts it) and column ``x``; ``x == cols``
+    is the pending-wrap state, re-armed by rewriting the row's last cell(s) as they
+    are (the pen is left at that cell's)."""
+    if x < cols:
+        w.goto(y, x)
+        return
+    last = line[cols - 1]
+    if last.data == "" and cols >= 2 and _is_wide(line[cols - 2].data):
+        w.goto(y, cols - 2)
+        w.pen(line[cols - 2])
+        w.out.append(line[cols - 2].data)
     else:
-        w.goto(y - top, min(state.cursor_x, cols - 1))
+        w.goto(y, cols - 1)
+        w.pen(last)
+        w.out.append(last.data if last.data and not _is_wide(last.data) else " ")
 
 
 DECSC = ESC + "7"
 
 
-def _saved_cursor(w: _Writer, saved: SavedCursor | None, save: str = DECSC) -> None:
+def _saved_cursor(
+    w: _Writer, saved: SavedCursor | None, lines: Sequence[Line], cols: int, save: str = DECSC
+) -> None:
     """Have ``save`` (DECSC, or ``?1049h``, which saves the cursor too) keep ``saved``,
     leaving the character sets as they were (`charsets.RESET`: text is still to be
-    drawn)."""
+    drawn). A cursor saved in the pending-wrap state is saved in it again (``lines``:
+    the screen it was saved on, whose last cell re-arms it)."""
     if saved is None:
         if save != DECSC:
             w.out.append(save)
         return
-    w.goto(saved.y, saved.x)
+    _place(w, cols, lines[saved.y], saved.y, saved.x)
     w.pen(saved.attrs)
     sets = saved.charsets.replay()
     w.out.append(sets + save + (RESET_CHARSETS if sets else ""))
@@ -436,15 +444,15 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
 
     if state.alt is not None:
         # ?1049h saves the cursor: put the one the program saved on entry there.
-        _saved_cursor(w, state.saved_main, save=CSI + "?1049h")
+        _saved_cursor(w, state.saved_main, state.main, cols, save=CSI + "?1049h")
         w.reset_pen()  # the erase below must not paint a background
         out.append(CSI + "H" + CSI + "2J")
         for y in range(rows):
             _screen_line(w, state.alt[y], cols, y)
-        _saved_cursor(w, state.saved_alt)
+        _saved_cursor(w, state.saved_alt, state.alt, cols)
         lines = state.alt
     else:
-        _saved_cursor(w, state.saved_main)
+        _saved_cursor(w, state.saved_main, state.main, cols)
         lines = state.main
 
     if state.tabstops is not None:

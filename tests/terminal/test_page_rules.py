@@ -1,0 +1,60 @@
+"""Where the headless terminal follows the page's xterm.js rather than another terminal,
+so that a cold attach shows what the live view shows (issue 25; the differential test
+against xterm.js itself is `test_xterm_fidelity`). Each test fails without its rule."""
+
+from __future__ import annotations
+
+from .support import CSI, ESC, make, text
+
+
+def round_trip(term_cols: int, data: str, rows: int = 3) -> tuple[object, object]:
+    """The saved cursor of a terminal fed ``data``, and of one fed its snapshot."""
+    term = make(data, cols=term_cols, rows=rows)
+    again = make(term.snapshot().ansi, cols=term_cols, rows=rows)
+    return term._screen.saved[0], again._screen.saved[0]
+
+
+def test_combining_marks_keep_the_programs_code_points() -> None:
+    term = make("e\u0301 a\u0308\u0304")
+    assert [term.line(0)[x].data for x in (0, 2)] == ["e\u0301", "a\u0308\u0304"]
+    assert "e\u0301" in term.snapshot().ansi
+
+
+def test_colon_truecolour_is_read_as_xterm_js_reads_it() -> None:
+    # After 2 comes the colour space, always; a missing value is 0.
+    cells = make(
+        f"{CSI}38:2:1:2:3mA{CSI}38:2::1:2:3mB{CSI}38:2:1:2mC{CSI}48:5mD{CSI}38;2;1;2;3mE"
+    ).line(0)
+    assert [cells[0].fg, cells[1].fg, cells[2].fg, cells[3].bg, cells[4].fg] == [
+        "020300",
+        "010203",
+        "020000",
+        "0",
+        "010203",
+    ]
+
+
+def test_erase_to_the_end_of_the_line_keeps_a_pending_wrap_and_its_character() -> None:
+    term = make(f"{CSI}1;10Hx{CSI}K{CSI}0Jy", cols=10, rows=3)
+    assert text(term)[:2] == ["         x", "y"]
+
+
+def test_erase_insert_and_delete_characters_leave_the_pending_wrap() -> None:
+    for control in ("X", "@", "P"):
+        term = make(f"{CSI}1;10Hx{CSI}{control}y", cols=10, rows=3)
+        assert text(term)[:2] == ["         y", ""], control
+        assert term.cursor == (0, 9)
+
+
+def test_tabs_and_autowrap_off_keep_the_pending_wrap() -> None:
+    for control in ("\t", f"{CSI}Z", f"{CSI}2I"):
+        term = make(f"{CSI}1;10Hx{control}y", cols=10, rows=3)
+        assert text(term)[:2] == ["         x", "y"], repr(control)
+    term = make(f"{CSI}1;10Hx{CSI}?7l", cols=10, rows=3)
+    assert term._screen.cursor.x == 10
+
+
+def test_a_cursor_saved_in_the_pending_wrap_state_is_saved_so_by_the_snapshot() -> None:
+    saved, again = round_trip(10, f"{CSI}1;10Hx{ESC}7{CSI}2;1Hz")
+    assert saved == again
+    assert getattr(saved, "x", None) == 10
