@@ -58,3 +58,21 @@ def test_a_cursor_saved_in_the_pending_wrap_state_is_saved_so_by_the_snapshot() 
     saved, again = round_trip(10, f"{CSI}1;10Hx{ESC}7{CSI}2;1Hz")
     assert saved == again
     assert getattr(saved, "x", None) == 10
+
+
+def test_rows_that_scroll_in_take_the_background_colour() -> None:
+    # LF, RI, IL, DL and a fresh alternate screen: BCE, as xterm.js fills them.
+    for data, row in [
+        (f"{CSI}44m{CSI}3;1H\n", 2),
+        (f"{CSI}44m{ESC}M", 0),
+        (f"{CSI}44m{CSI}2;1H{CSI}L", 1),
+        (f"{CSI}44m{CSI}2;1H{CSI}M", 2),
+        (f"{CSI}44m{CSI}?1049h", 1),
+    ]:
+        term = make(data, cols=4, rows=3)
+        assert [cell.bg for cell in term.line(row)] == ["blue"] * 4, repr(data)
+
+
+def test_rows_that_scroll_down_come_in_blank() -> None:
+    term = make(f"{CSI}44m{CSI}T", cols=4, rows=3)  # SD: xterm.js gives them no colour
+    assert [cell.bg for cell in term.line(0)] == ["default"] * 4

@@ -53,8 +53,16 @@ function describeBuffer(buffer, cols) {
   return lines;
 }
 
+// A pen's colour word: flags, colour mode, colour. xterm.js leaves the bits of an
+// earlier truecolour behind a palette colour (they are never drawn): masked off.
+function colourWord(word) {
+  const mode = word & 0x3000000;
+  const colour = mode === 0x3000000 ? word & 0xffffff : mode ? word & 0xff : 0;
+  return (word & ~0x3ffffff) | mode | colour;
+}
+
 function attrs(data) {
-  return data ? [data.fg, data.bg] : null;
+  return data ? [colourWord(data.fg), colourWord(data.bg)] : null;
 }
 
 // What the cells do not show but the next bytes draw with (internals: no public API).

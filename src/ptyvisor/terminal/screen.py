@@ -110,6 +110,14 @@ class Screen(pyte.Screen):
         bg = self.cursor.attrs.bg
         return BLANK if bg == "default" else BLANK._replace(bg=bg)
 
+    def fill_blank(self, rows: Iterable[int]) -> None:
+        """Rows that scrolled in take the background colour, as xterm.js (BCE) fills them;
+        with the default one they are simply absent."""
+        blank = self._blank()
+        if blank is not BLANK:
+            for y in rows:
+                self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), blank))
+
     # -- drawing -------------------------------------------------------------
 
     def draw(self, data: str) -> None:
@@ -247,7 +255,7 @@ class Screen(pyte.Screen):
             return 0, self.lines - 1
         return int(self.margins.top), int(self.margins.bottom)
 
-    def index(self) -> None:
+    def index(self, fill: bool = True) -> None:
         """IND/LF: scroll the region at its bottom; on the main screen, a region at its
         top sends its first row to the scrollback."""
         cursor = self.cursor
@@ -268,10 +276,12 @@ class Screen(pyte.Screen):
             if bottom == self.lines - 1:
                 # Renumbering in one comprehension beats moving rows one by one.
                 self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
+                self.fill_blank((bottom,) if fill else ())
                 return
         grid.move_rows(self.buffer, top, bottom, -1)
+        self.fill_blank((bottom,) if fill else ())
 
-    def reverse_index(self) -> None:
+    def reverse_index(self, fill: bool = True) -> None:
         """RI: scroll the region down at its top."""
         cursor = self.cursor
         if cursor.x >= self.columns:
@@ -282,15 +292,17 @@ class Screen(pyte.Screen):
                 cursor.y -= 1
             return
         grid.move_rows(self.buffer, top, bottom, 1)
+        self.fill_blank((top,) if fill else ())
 
     def scroll_up(self, count: int = 0) -> None:
         """SU: like that many line feeds at the bottom margin (so the main screen's
         scrollback gets the lines); the cursor stays."""
-        self._scroll_in_place(count, self.index, at_top=False)
+        self._scroll_in_place(count, lambda: self.index(fill=False), at_top=False)
 
     def scroll_down(self, count: int = 0) -> None:
-        """SD: like that many reverse indexes at the top margin; the cursor stays."""
-        self._scroll_in_place(count, self.reverse_index, at_top=True)
+        """SD: like that many reverse indexes at the top margin; the cursor stays, and
+        the rows that come in are blank (xterm.js gives them no background)."""
+        self._scroll_in_place(count, lambda: self.reverse_index(fill=False), at_top=True)
 
     def _scroll_in_place(self, count: int, step: Callable[[], None], *, at_top: bool) -> None:
         top, bottom = self._region()
@@ -314,7 +326,9 @@ class Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        grid.move_rows(self.buffer, y0, bottom, min(count or 1, bottom - y0 + 1))
+        count = min(count or 1, bottom - y0 + 1)
+        grid.move_rows(self.buffer, y0, bottom, count)
+        self.fill_blank(range(y0, y0 + count))
         self.cursor.x = 0
 
     def delete_lines(self, count: int | None = None) -> None:
@@ -322,7 +336,9 @@ class Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        grid.move_rows(self.buffer, y0, bottom, -min(count or 1, bottom - y0 + 1))
+        count = min(count or 1, bottom - y0 + 1)
+        grid.move_rows(self.buffer, y0, bottom, -count)
+        self.fill_blank(range(bottom - count + 1, bottom + 1))
         self.cursor.x = 0
 
     # -- erasing -------------------------------------------------------------
@@ -557,6 +573,7 @@ class Screen(pyte.Screen):
             self.save_cursor()
         self.main_buffer = self.buffer
         self.buffer = new_buffer()
+        self.fill_blank(range(self.lines))  # as xterm.js fills the new alternate screen
 
     def _leave_alt(self, mode: int) -> None:
         if self.main_buffer is not None:
