@@ -55,7 +55,7 @@ def state(term: HeadlessTerminal) -> dict[str, Any]:
             s.charsets,
             s.cursor_style,
             s.reverse_video,
-            sorted(s.tabstops),
+            sorted(x for x in s.tabstops if x < term.cols),  # no snapshot sets others
         ),
     }
 

@@ -76,3 +76,20 @@ def test_rows_that_scroll_in_take_the_background_colour() -> None:
 def test_rows_that_scroll_down_come_in_blank() -> None:
     term = make(f"{CSI}44m{CSI}T", cols=4, rows=3)  # SD: xterm.js gives them no colour
     assert [cell.bg for cell in term.line(0)] == ["default"] * 4
+
+
+def test_a_wider_screen_gets_tab_stops_as_xterm_js_sets_them() -> None:
+    # From the last stop left of the new edge, every 8 columns: here from 5.
+    term = make(f"{CSI}3g{CSI}1;6H{ESC}H", cols=10, rows=2)
+    term.resize(20, 2)
+    assert sorted(term._screen.tabstops) == [5, 13]
+    # No stops at all: from column 0, as a fresh terminal has them.
+    term = make(f"{CSI}3g", cols=10, rows=2)
+    term.resize(20, 2)
+    assert sorted(term._screen.tabstops) == [0, 8, 16]
+    # Stops past the edge stay, for when it widens again (narrowing to 10 found none
+    # left of the edge, so it set them from 0).
+    term = make(f"{CSI}3g{CSI}1;18H{ESC}H", cols=20, rows=2)
+    term.resize(10, 2)
+    term.resize(30, 2)
+    assert sorted(term._screen.tabstops) == [0, 8, 17, 25]

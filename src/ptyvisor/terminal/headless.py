@@ -254,6 +254,7 @@ class HeadlessTerminal:
             return SavedCursor(min(slot.x, cols), min(slot.y, rows - 1), slot.attrs, slot.charsets)
 
         modes = self.modes
+        visible_stops = {x for x in s.tabstops if x < cols}  # a snapshot sets no others
         state = ScreenState(
             cols=cols,
             rows=rows,
@@ -278,7 +279,7 @@ class HeadlessTerminal:
             input_modes=s.input_modes,
             cursor_style=s.cursor_style,
             charsets=s.charsets,
-            tabstops=None if s.tabstops == default_tabstops(cols) else frozenset(s.tabstops),
+            tabstops=None if visible_stops == default_tabstops(cols) else frozenset(visible_stops),
         )
         return TerminalSnapshot(
             cols=cols,

@@ -104,6 +104,7 @@ class Screen(pyte.Screen):
         super().reset()
         self._init_state()
         self.cursor.attrs = BLANK
+        self.tabstops = default_tabstops(self.columns)
 
     def _blank(self) -> Cell:
         """What erasing writes: only the background colour survives (BCE)."""
@@ -445,7 +446,7 @@ class Screen(pyte.Screen):
         self.cursor.x = min(self.cursor.x, self.columns - 1)
 
     def set_tab_stop(self) -> None:
-        self.tabstops.add(min(self.cursor.x, self.columns - 1))
+        self.tabstops.add(self.cursor.x)  # as xterm.js: at the pending-wrap column too
 
     def alignment_display(self) -> None:
         """DECALN: the screen full of E (pyte kept wide characters' right halves)."""
@@ -606,9 +607,12 @@ class Screen(pyte.Screen):
             for buffer in (self.buffer, self.main_buffer):
                 for line in (buffer or {}).values():
                     grid.cut(line, columns)
-        else:
-            self.tabstops.update(x for x in range(8, columns, 8) if x >= old_cols)
-        self.tabstops = {x for x in self.tabstops if x < columns}
+        # As xterm.js: stops every 8 columns from the last one left of the new edge to
+        # it; none is removed (those past the edge are back when it widens again).
+        start = columns
+        if start not in self.tabstops:
+            start = max((x for x in self.tabstops if x < columns), default=0)
+        self.tabstops.update(range(start, columns, 8))
         self.lines, self.columns = lines, columns
         self.margins = None
         self.cursor.x = min(self.cursor.x, columns - 1)
@@ -651,4 +655,6 @@ class Screen(pyte.Screen):
 
 
 def default_tabstops(cols: int) -> set[int]:
-    return set(range(8, cols, 8))
+    """Every 8 columns from the first, as xterm.js sets them (the one at 0 changes
+    nothing a tab does, but a resize counts from it)."""
+    return set(range(0, cols, 8))
