@@ -93,3 +93,17 @@ def test_a_wider_screen_gets_tab_stops_as_xterm_js_sets_them() -> None:
     term.resize(10, 2)
     term.resize(30, 2)
     assert sorted(term._screen.tabstops) == [0, 8, 17, 25]
+
+
+def test_rep_and_combining_marks_act_only_right_after_a_printed_character() -> None:
+    # Any control or sequence in between: REP repeats nothing, a mark takes a cell.
+    term = make(f"ab{CSI}2b{CSI}2b|x{CSI}1m{CSI}2b|e{CSI}1m\u0301|\r\n\u0301")
+    assert text(term)[0] == "abbb|x|e\u0301|"
+    assert [term.line(0)[x].data for x in (7, 8)] == ["e", "\u0301"]
+    assert term.line(1)[0].data == "\u0301"
+
+
+def test_a_snapshot_ends_with_the_last_character_so_rep_and_marks_still_join_it() -> None:
+    ansi = make("ab").snapshot().ansi
+    assert text(make(ansi + f"{CSI}2b"))[0] == "abbb"
+    assert make(ansi + "\u0301").line(0)[1].data == "b\u0301"

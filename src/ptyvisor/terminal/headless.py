@@ -121,12 +121,9 @@ class HeadlessTerminal:
             or self._decoder.getstate()[0]
         ):
             return False
-        last = screen.last_graphic_in(point.tail)
-        if not last:
-            return False  # it lies further back: parse it all
         for params in point.sgr:
             screen.apply_sgr(params)
-        screen.last_graphic = last
+        screen.last_graphic = ""  # it ends with a line feed: REP repeats nothing then
         screen.scroll_out()
         self.fast_forwarded += point.offset - point.start
         return True
@@ -280,6 +277,7 @@ class HeadlessTerminal:
             cursor_style=s.cursor_style,
             charsets=s.charsets,
             tabstops=None if visible_stops == default_tabstops(cols) else frozenset(visible_stops),
+            last_graphic=s.last_graphic,
         )
         return TerminalSnapshot(
             cols=cols,

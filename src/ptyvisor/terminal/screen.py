@@ -211,11 +211,13 @@ class Screen(pyte.Screen):
             self.last_graphic = char
 
     def _attach(self, char: str) -> None:
-        """Append a zero-width character (combining, ZWJ, VS16) to the previous cell."""
+        """Append a zero-width character (combining, ZWJ, VS16) to the previous cell,
+        the character printed just before it."""
         x = min(self.cursor.x, self.columns) - 1
-        if x < 0:  # nothing before it: xterm.js gives it a cell of its own, as the page shows
-            self.buffer[self.cursor.y][0] = self.pens.cells(self.cursor.attrs)[char]
-            self.cursor.x = 1
+        if x < 0 or not self.last_graphic:
+            # Nothing printed just before it (a control or sequence came between): as
+            # xterm.js draws it, the page's terminal, it takes a cell of its own.
+            self._draw_narrow(char)
             return
         line = self.buffer[self.cursor.y]
         cell = line[x]
@@ -224,16 +226,6 @@ class Screen(pyte.Screen):
             cell = line[x]
         if len(cell.data) < 32:  # as the program wrote it: xterm.js keeps the code points
             line[x] = cell._replace(data=cell.data + char)
-
-    def last_graphic_in(self, text: str) -> str:
-        """The character `draw` would leave in ``last_graphic`` after ``text``
-        (plain text: no controls but CR, LF, TAB and BS), or "" if none."""
-        if self.table is not None:
-            text = text.translate(self.table)
-        for char in reversed(text):
-            if 0 < _width(char) <= self.columns:
-                return char
-        return ""
 
     def scroll_out(self) -> None:
         """What a flood's lines do at the bottom row: scroll the whole screen into

@@ -160,6 +160,12 @@ def _is_wide(data: str) -> bool:
     return bool(data) and char_width(data[0]) == 2
 
 
+@lru_cache(maxsize=1024)
+def _is_lone_mark(data: str) -> bool:
+    """A zero-width character in a cell of its own (one that followed a sequence)."""
+    return bool(data) and char_width(data[0]) == 0
+
+
 @dataclass(frozen=True, slots=True)
 class SavedCursor:
     """A DECSC slot: 0-based position and the pen at save time."""
@@ -198,6 +204,9 @@ class ScreenState:
     cursor_style: int = 0
     charsets: Charsets = field(default_factory=Charsets)
     tabstops: frozenset[int] | None = None  # None = the default, every 8 columns
+    last_graphic: str = ""
+    """The character just printed, with no control or sequence since: what REP repeats
+    and a combining mark joins (xterm.js forgets it at any sequence)."""
 
 
 PROLOGUE = (
@@ -272,7 +281,9 @@ class _Writer:
                 self.goto(row, x)
                 row = None
                 resync = False
-            elif resync:
+            elif resync or _is_lone_mark(cell.data):
+                # A mark that had a cell of its own must not join the character
+                # printed before it: a sequence between them keeps them apart.
                 out.append(f"{CSI}{x + 1}G")
                 resync = False
             elif gap:
@@ -481,4 +492,35 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append(_mode(20, True, private=False))
     out.append(state.charsets.replay())
     w.pen(state.pen)
+    _print_last_again(w, state, lines)
     return "".join(out)
+
+
+def _print_last_again(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
+    """End with the character the program printed last, printed again where it is, so
+    that a REP or a combining mark that comes next acts on it as it would have live
+    (xterm.js forgets that character at any sequence, and the snapshot is sequences).
+    Only where printing it changes nothing else: the pen, the character set and
+    insert mode must draw it as it is."""
+    cols, x, y = state.cols, state.cursor_x, state.cursor_y
+    if not state.last_graphic or state.insert_mode:
+        return
+    line = lines[y]
+    at = min(x, cols) - 1
+    if at > 0 and line[at].data == "" and _is_wide(line[at - 1].data):
+        at -= 1
+    if at < 0:
+        return
+    cell = line[at]
+    table = state.charsets.table
+    if (
+        not cell.data
+        or cell.data[0] != state.last_graphic
+        or cell[1:] != state.pen[1:]
+        or (table is not None and cell.data.translate(table) != cell.data)
+        or at + (2 if _is_wide(cell.data) else 1) != min(x, cols)
+    ):
+        return
+    top = state.margins[0] if state.origin_mode and state.margins else 0
+    w.goto(y - top, at)
+    w.out.append(cell.data)
