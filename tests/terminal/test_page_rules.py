@@ -107,3 +107,16 @@ def test_a_snapshot_ends_with_the_last_character_so_rep_and_marks_still_join_it(
     ansi = make("ab").snapshot().ansi
     assert text(make(ansi + f"{CSI}2b"))[0] == "abbb"
     assert make(ansi + "\u0301").line(0)[1].data == "b\u0301"
+
+
+def test_each_screen_keeps_its_own_scrolling_region_and_tab_stops() -> None:
+    main_layout = f"{CSI}2;4r{CSI}3g{CSI}1;4H{ESC}H"
+    term = make(f"{main_layout}{CSI}?1049h", cols=20, rows=6)
+    screen = term._screen
+    assert (screen._region(), sorted(screen.tabstops)) == ((0, 5), [0, 8, 16])
+    term.feed(f"{CSI}3;5r{CSI}?1049l".encode())
+    assert (screen._region(), sorted(screen.tabstops)) == ((1, 3), [3])
+    # A client attaching while the alternate screen shows gets both.
+    term.feed(f"{CSI}?1049h".encode())
+    cold = make(term.snapshot().ansi + f"{CSI}?1049l", cols=20, rows=6)
+    assert (cold._screen._region(), sorted(cold._screen.tabstops)) == ((1, 3), [3])

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from pyte.screens import Margins
+
 from ptyvisor.terminal import fast_forward
 from ptyvisor.terminal.modes import KEYPAD, InputModes
 from ptyvisor.terminal.parser import Parser
@@ -250,8 +252,15 @@ class HeadlessTerminal:
                 return None
             return SavedCursor(min(slot.x, cols), min(slot.y, rows - 1), slot.attrs, slot.charsets)
 
+        def stops(tabstops: set[int]) -> frozenset[int] | None:
+            visible = {x for x in tabstops if x < cols}  # a snapshot sets no others
+            return None if visible == default_tabstops(cols) else frozenset(visible)
+
+        def region(margins: Margins | None) -> tuple[int, int] | None:
+            return None if margins is None else (int(margins.top), int(margins.bottom))
+
         modes = self.modes
-        visible_stops = {x for x in s.tabstops if x < cols}  # a snapshot sets no others
+        main = s.other_layout if s.alt_active and s.other_layout else None
         state = ScreenState(
             cols=cols,
             rows=rows,
@@ -267,7 +276,7 @@ class HeadlessTerminal:
             title=s.title,
             saved_main=saved(s.saved[0]),
             saved_alt=saved(s.saved[1]),
-            margins=s._region() if s.margins is not None else None,
+            margins=region(s.margins),
             origin_mode=DECOM in s.mode,
             auto_wrap=modes.auto_wrap,
             insert_mode=IRM in s.mode,
@@ -276,7 +285,9 @@ class HeadlessTerminal:
             input_modes=s.input_modes,
             cursor_style=s.cursor_style,
             charsets=s.charsets,
-            tabstops=None if visible_stops == default_tabstops(cols) else frozenset(visible_stops),
+            tabstops=stops(s.tabstops),
+            main_margins=region(main.margins) if main else None,
+            main_tabstops=stops(main.tabstops) if main else None,
             last_graphic=s.last_graphic,
         )
         return TerminalSnapshot(

@@ -43,6 +43,14 @@ class _Cursor(Protocol):
     hidden: bool
 
 
+class Layout(NamedTuple):
+    """What xterm.js keeps per buffer besides the cells: the scrolling region and the
+    tab stops (the main screen's come back when the alternate one is left)."""
+
+    margins: Margins | None
+    tabstops: set[int]
+
+
 class SavedSlot(NamedTuple):
     """A DECSC slot."""
 
@@ -84,6 +92,7 @@ class Screen(pyte.Screen):
         self.cursor_style = 0
         self.title_stack: list[str] = []
         self.last_graphic = ""
+        self.other_layout: Layout | None = None  # the buffer not shown; None: defaults
 
     # -- state ---------------------------------------------------------------
 
@@ -567,14 +576,22 @@ class Screen(pyte.Screen):
         self.main_buffer = self.buffer
         self.buffer = new_buffer()
         self.fill_blank(range(self.lines))  # as xterm.js fills the new alternate screen
+        self._swap_layout()
 
     def _leave_alt(self, mode: int) -> None:
         if self.main_buffer is not None:
             self.buffer = self.main_buffer
             self.main_buffer = None
             self.saved[1] = None  # the alternate screen is gone, its DECSC slot too
+            self._swap_layout()
         if mode == 1049:  # restores even if not in the alt screen, like xterm
             self.restore_cursor()
+
+    def _swap_layout(self) -> None:
+        """The other buffer's region and tab stops in use, this one's kept."""
+        other = self.other_layout or Layout(None, default_tabstops(self.columns))
+        self.other_layout = Layout(self.margins, self.tabstops)
+        self.margins, self.tabstops = other
 
     # -- size ----------------------------------------------------------------
 
@@ -599,12 +616,10 @@ class Screen(pyte.Screen):
             for buffer in (self.buffer, self.main_buffer):
                 for line in (buffer or {}).values():
                     grid.cut(line, columns)
-        # As xterm.js: stops every 8 columns from the last one left of the new edge to
-        # it; none is removed (those past the edge are back when it widens again).
-        start = columns
-        if start not in self.tabstops:
-            start = max((x for x in self.tabstops if x < columns), default=0)
-        self.tabstops.update(range(start, columns, 8))
+        widen_tabstops(self.tabstops, columns)
+        if self.other_layout is not None:
+            widen_tabstops(self.other_layout.tabstops, columns)
+            self.other_layout = Layout(None, self.other_layout.tabstops)
         self.lines, self.columns = lines, columns
         self.margins = None
         self.cursor.x = min(self.cursor.x, columns - 1)
@@ -644,6 +659,16 @@ class Screen(pyte.Screen):
     def select_graphic_rendition(self, *attrs: int, **kwargs: Any) -> None:
         """pyte's entry point, kept for callers that pass ints."""
         self.apply_sgr(";".join(map(str, attrs)))
+
+
+def widen_tabstops(stops: set[int], columns: int) -> None:
+    """After a resize to ``columns``, as xterm.js: stops every 8 columns from the last
+    one left of the new edge to it; none is removed (those past the edge are back when
+    it widens again)."""
+    start = columns
+    if start not in stops:
+        start = max((x for x in stops if x < columns), default=0)
+    stops.update(range(start, columns, 8))
 
 
 def default_tabstops(cols: int) -> set[int]:

@@ -204,6 +204,10 @@ class ScreenState:
     cursor_style: int = 0
     charsets: Charsets = field(default_factory=Charsets)
     tabstops: frozenset[int] | None = None  # None = the default, every 8 columns
+    main_margins: tuple[int, int] | None = None
+    """The main screen's region and tab stops while the alternate one shows (xterm.js
+    keeps them per buffer)."""
+    main_tabstops: frozenset[int] | None = None
     last_graphic: str = ""
     """The character just printed, with no control or sequence since: what REP repeats
     and a combining mark joins (xterm.js forgets it at any sequence)."""
@@ -422,6 +426,24 @@ def _saved_cursor(
     w.out.append(sets + save + (RESET_CHARSETS if sets else ""))
 
 
+def _layout(
+    w: _Writer,
+    margins: tuple[int, int] | None,
+    tabstops: frozenset[int] | None,
+    cols: int,
+    rows: int,
+) -> None:
+    """The buffer's tab stops (None: the default ones) and scrolling region."""
+    if tabstops is not None:
+        w.out.append(CSI + "3g")
+        for stop in sorted(tabstops):
+            if stop < cols:
+                w.goto(0, stop)
+                w.out.append(ESC + "H")
+    if margins is not None and margins != (0, rows - 1):
+        w.out.append(f"{CSI}{margins[0] + 1};{margins[1] + 1}r")
+
+
 def _mode(number: int, on: bool, private: bool = True) -> str:
     return f"{CSI}{'?' if private else ''}{number}{'h' if on else 'l'}"
 
@@ -454,6 +476,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append(f"{ESC}]2;{state.title}{ST}")
 
     if state.alt is not None:
+        _layout(w, state.main_margins, state.main_tabstops, cols, rows)
         # ?1049h saves the cursor: put the one the program saved on entry there.
         _saved_cursor(w, state.saved_main, state.main, cols, save=CSI + "?1049h")
         w.reset_pen()  # the erase below must not paint a background
@@ -466,15 +489,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         _saved_cursor(w, state.saved_main, state.main, cols)
         lines = state.main
 
-    if state.tabstops is not None:
-        out.append(CSI + "3g")
-        for stop in sorted(state.tabstops):
-            if stop < cols:
-                w.goto(0, stop)
-                out.append(ESC + "H")
-
-    if state.margins is not None and state.margins != (0, rows - 1):
-        out.append(f"{CSI}{state.margins[0] + 1};{state.margins[1] + 1}r")
+    _layout(w, state.margins, state.tabstops, cols, rows)
     out.append(_mode(6, state.origin_mode))
     out.append(_mode(5, state.reverse_video))
     out.append(state.input_modes.replay())
