@@ -154,7 +154,12 @@ def check(xterm: XtermDriver, case: Case) -> None:
     )
 
 
-CAPTURES = sorted(path.name for path in CAPTURED.glob("*.input"))
+CAPTURES = sorted(
+    str(path.relative_to(CAPTURED))
+    for path in [*CAPTURED.glob("*.input"), *CAPTURED.glob("agents/*.input")]
+)
+"""vim and less (tests/terminal/captured) and the agents' TUIs (captured/agents, recorded
+by scripts/capture_agent_tuis.py)."""
 
 
 @pytest.mark.parametrize("seed", range(3))
