@@ -3,7 +3,7 @@
 Each pinned agent CLI runs offline (tests/agents/clis/offline.py: a fake model
 server, a throwaway home) under a PTY at 120x40: it starts, takes a prompt, shows
 the scripted answer, and quits. Its raw output goes to
-``tests/terminal/captured/agents/<agent>-120x40.input``; test_xterm_fidelity.py
+``tests/terminal/captured/agents/<agent>-120x40.input``; tests/terminal/xterm/test_fidelity.py
 draws it into xterm.js live and from a snapshot. (There is no ``.output``: the
 oracle for these is xterm.js itself, not tmux, whose widths differ from the page's.)
 

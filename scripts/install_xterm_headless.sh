@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install @xterm/headless and its Unicode 11 width addon, pinned: the terminal
-# bench_all.py compares ours with, and the one tests/terminal/test_xterm_fidelity.py
+# bench_all.py compares ours with, and the one tests/terminal/xterm/test_fidelity.py
 # draws the raw stream and the snapshot into (the addon's version is the web page's,
 # src/ptyvisor/web/package.json, so the widths are the ones the page draws with).
 #

@@ -152,3 +152,80 @@ def test_a_scrolling_region_at_the_top_feeds_the_scrollback_as_the_page_does() -
     assert text(term) == ["", "", "", "", "foot"]
     assert make(f"{CSI}2;4r{CSI}4;1H\n\n\n", scrollback=10).scrollback == []
     assert make(f"{CSI}?1049h{CSI}1;4r{CSI}4;1H\n\n\n", scrollback=10).scrollback == []
+
+
+# -- as the page's xterm.js draws it (issue 25) -------------------------------
+
+
+def test_combining_marks_keep_the_programs_code_points() -> None:
+    term = make("e\u0301 a\u0308\u0304")
+    assert [term.line(0)[x].data for x in (0, 2)] == ["e\u0301", "a\u0308\u0304"]
+    assert "e\u0301" in term.snapshot().ansi
+
+
+def test_erase_to_the_end_of_the_line_keeps_a_pending_wrap_and_its_character() -> None:
+    term = make(f"{CSI}1;10Hx{CSI}K{CSI}0Jy", cols=10, rows=3)
+    assert text(term)[:2] == ["         x", "y"]
+
+
+def test_erase_insert_and_delete_characters_leave_the_pending_wrap() -> None:
+    for control in ("X", "@", "P"):
+        term = make(f"{CSI}1;10Hx{CSI}{control}y", cols=10, rows=3)
+        assert text(term)[:2] == ["         y", ""], control
+        assert term.cursor == (0, 9)
+
+
+def test_tabs_and_autowrap_off_keep_the_pending_wrap() -> None:
+    for control in ("\t", f"{CSI}Z", f"{CSI}2I"):
+        term = make(f"{CSI}1;10Hx{control}y", cols=10, rows=3)
+        assert text(term)[:2] == ["         x", "y"], repr(control)
+    term = make(f"{CSI}1;10Hx{CSI}?7l", cols=10, rows=3)
+    assert term._screen.cursor.x == 10
+
+
+def test_rows_that_scroll_in_take_the_background_colour() -> None:
+    # LF, RI, IL, DL and a fresh alternate screen: BCE, as xterm.js fills them.
+    for data, row in [
+        (f"{CSI}44m{CSI}3;1H\n", 2),
+        (f"{CSI}44m{ESC}M", 0),
+        (f"{CSI}44m{CSI}2;1H{CSI}L", 1),
+        (f"{CSI}44m{CSI}2;1H{CSI}M", 2),
+        (f"{CSI}44m{CSI}?1049h", 1),
+    ]:
+        term = make(data, cols=4, rows=3)
+        assert [cell.bg for cell in term.line(row)] == ["blue"] * 4, repr(data)
+
+
+def test_rows_that_scroll_down_come_in_blank() -> None:
+    term = make(f"{CSI}44m{CSI}T", cols=4, rows=3)  # SD: xterm.js gives them no colour
+    assert [cell.bg for cell in term.line(0)] == ["default"] * 4
+
+
+def test_a_wider_screen_gets_tab_stops_as_xterm_js_sets_them() -> None:
+    # From the last stop left of the new edge, every 8 columns: here from 5.
+    term = make(f"{CSI}3g{CSI}1;6H{ESC}H", cols=10, rows=2)
+    term.resize(20, 2)
+    assert sorted(term._screen.tabstops) == [5, 13]
+    # No stops at all: from column 0, as a fresh terminal has them.
+    term = make(f"{CSI}3g", cols=10, rows=2)
+    term.resize(20, 2)
+    assert sorted(term._screen.tabstops) == [0, 8, 16]
+    # Stops past the edge stay, for when it widens again (narrowing to 10 found none
+    # left of the edge, so it set them from 0).
+    term = make(f"{CSI}3g{CSI}1;18H{ESC}H", cols=20, rows=2)
+    term.resize(10, 2)
+    term.resize(30, 2)
+    assert sorted(term._screen.tabstops) == [0, 8, 17, 25]
+
+
+def test_each_screen_keeps_its_own_scrolling_region_and_tab_stops() -> None:
+    main_layout = f"{CSI}2;4r{CSI}3g{CSI}1;4H{ESC}H"
+    term = make(f"{main_layout}{CSI}?1049h", cols=20, rows=6)
+    screen = term._screen
+    assert (screen._region(), sorted(screen.tabstops)) == ((0, 5), [0, 8, 16])
+    term.feed(f"{CSI}3;5r{CSI}?1049l".encode())
+    assert (screen._region(), sorted(screen.tabstops)) == ((1, 3), [3])
+    # A client attaching while the alternate screen shows gets both.
+    term.feed(f"{CSI}?1049h".encode())
+    cold = make(term.snapshot().ansi + f"{CSI}?1049l", cols=20, rows=6)
+    assert (cold._screen._region(), sorted(cold._screen.tabstops)) == ((1, 3), [3])

@@ -1,7 +1,7 @@
 // Draws byte streams into @xterm/headless with the Unicode 11 widths, as the web page
-// does, and describes the result cell by cell (tests/terminal/xterm.py drives it).
+// does, and describes the result cell by cell (support.py drives it).
 //
-//   node xterm_driver.js <node_modules folder>
+//   node driver.js <node_modules folder>
 //
 // One JSON request per stdin line, one JSON answer per stdout line, in order:
 //   {"cols": 80, "rows": 24, "scrollback": 1000,

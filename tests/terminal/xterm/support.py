@@ -1,8 +1,8 @@
 """xterm.js itself, as the web page draws with it, for the differential test
-(`test_xterm_fidelity`): a byte stream drawn live and the snapshot of it drawn cold
+(`test_fidelity`): a byte stream drawn live and the snapshot of it drawn cold
 must leave the page's terminal in the same state, cell by cell.
 
-`XtermDriver` keeps one Node process (``xterm_driver.js``) with the pinned
+`XtermDriver` keeps one Node process (``driver.js``) with the pinned
 ``@xterm/headless`` and ``@xterm/addon-unicode11`` that ``scripts/install_xterm_headless.sh``
 installs; `compare` tells two of its answers apart; `Case` is one stream with its
 chunk boundaries, resizes and the point where a client attaches.
@@ -23,10 +23,10 @@ from typing import Any
 
 from ptyvisor.terminal import HeadlessTerminal
 
-from ..agents.clis.installed import ROOT, installed_bin_dir
+from ...agents.clis.installed import ROOT, installed_bin_dir
 
 INSTALL_SCRIPT = ROOT / "scripts" / "install_xterm_headless.sh"
-DRIVER = Path(__file__).with_name("xterm_driver.js")
+DRIVER = Path(__file__).with_name("driver.js")
 ANSWER_TIMEOUT = 60.0
 SCROLLBACK = 1000
 """The headless terminal's default; both xterm.js terminals keep as many lines."""
@@ -45,7 +45,7 @@ def node_modules() -> Path:
 
 
 class XtermDriver:
-    """One long-lived ``node xterm_driver.js``: a request per line, an answer per line
+    """One long-lived ``node driver.js``: a request per line, an answer per line
     (a process per case would cost more than the case)."""
 
     def __init__(self, modules: Path) -> None:
@@ -70,11 +70,11 @@ class XtermDriver:
         self._process.stdin.write(json.dumps(request).encode() + b"\n")
         self._process.stdin.flush()
         if not self._selector.select(ANSWER_TIMEOUT):
-            raise XtermUnavailable(f"xterm_driver.js gave no answer in {ANSWER_TIMEOUT} s")
+            raise XtermUnavailable(f"driver.js gave no answer in {ANSWER_TIMEOUT} s")
         line = self._process.stdout.readline()
         if not line:
             assert self._process.stderr is not None
-            raise XtermUnavailable(f"xterm_driver.js exited: {self._process.stderr.read()!r}")
+            raise XtermUnavailable(f"driver.js exited: {self._process.stderr.read()!r}")
         answer: dict[str, Any] = json.loads(line)
         if "error" in answer:
             raise XtermUnavailable(answer["error"])

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from .support import CAPTURED
-from .xterm import (
+from ..support import CAPTURED
+from .support import (
     Case,
     Comparison,
     Step,
