@@ -93,6 +93,9 @@ class Screen(pyte.Screen):
         self.title_stack: list[str] = []
         self.last_graphic = ""
         self.other_layout: Layout | None = None  # the buffer not shown; None: defaults
+        self.main_y = 0
+        """The main screen's cursor row while the alternate one shows (a resize keeps
+        that row on screen, as xterm.js keeps each buffer's own cursor)."""
 
     # -- state ---------------------------------------------------------------
 
@@ -574,6 +577,7 @@ class Screen(pyte.Screen):
         if mode == 1049:
             self.save_cursor()
         self.main_buffer = self.buffer
+        self.main_y = self.cursor.y
         self.buffer = new_buffer()
         self.fill_blank(range(self.lines))  # as xterm.js fills the new alternate screen
         self._swap_layout()
@@ -609,8 +613,10 @@ class Screen(pyte.Screen):
             self.cursor.y += shift
             self._shift_saved(int(active), shift)
             if self.main_buffer is not None:
-                anchor = self.saved[0].y if self.saved[0] else old_lines - 1
-                shift = resize.rows(self.main_buffer, self.scrollback, old_lines, lines, anchor)
+                shift = resize.rows(
+                    self.main_buffer, self.scrollback, old_lines, lines, self.main_y
+                )
+                self.main_y = max(0, min(self.main_y + shift, lines - 1))
                 self._shift_saved(0, shift)
         if columns < old_cols:
             for buffer in (self.buffer, self.main_buffer):
