@@ -61,7 +61,10 @@ def state(term: HeadlessTerminal) -> dict[str, Any]:
 
 
 def saved_slots(term: HeadlessTerminal) -> list[tuple[int, int, Cell, Charsets] | None]:
-    return [None if v is None else (v.x, v.y, v.attrs, v.charsets) for v in term._screen.saved]
+    # A row above the top (see `Screen.history_grows`) restores to the top, as row 0 does.
+    return [
+        None if v is None else (v.x, max(0, v.y), v.attrs, v.charsets) for v in term._screen.saved
+    ]
 
 
 def round_trip(a: HeadlessTerminal, *, include_scrollback: bool = True) -> HeadlessTerminal:

@@ -229,3 +229,13 @@ def test_each_screen_keeps_its_own_scrolling_region_and_tab_stops() -> None:
     term.feed(f"{CSI}?1049h".encode())
     cold = make(term.snapshot().ansi + f"{CSI}?1049l", cols=20, rows=6)
     assert (cold._screen._region(), sorted(cold._screen.tabstops)) == ((1, 3), [3])
+
+
+def test_a_saved_cursor_comes_back_higher_by_the_rows_the_scrollback_gained() -> None:
+    # xterm.js counts the saved row from the top of its scrollback: lines that scroll
+    # into it (while it has room) move the restored cursor up with the text.
+    scrolled = f"{CSI}4;1H{ESC}7{CSI}5;1H\n\n{ESC}8"
+    assert make(scrolled, rows=5, scrollback=10).cursor == (1, 0)
+    assert make(scrolled, rows=5, scrollback=1).cursor == (2, 0)  # room for one
+    assert make(scrolled + f"{ESC}7\n\n\n\n\n{ESC}8", rows=5, scrollback=10).cursor == (0, 0)
+    assert make(f"\n\n\n\n\n\n{CSI}2;1H{ESC}7{CSI}3J{ESC}8", rows=5, scrollback=10).cursor == (3, 0)

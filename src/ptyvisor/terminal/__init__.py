@@ -59,10 +59,12 @@ and a combining mark takes a cell of its own; rows that scroll in (LF, RI, IL, D
 new alternate screen, but not SU/SD) take the background colour; a scrolling region
 at the top of the main screen feeds the scrollback; tab stops include column 0 and a
 wider screen gets stops from the last one left of its edge; each screen keeps its own
-region and tab stops. What still differs: xterm.js's DECRC restores the character
-set in use but not the G0/G1 designations, and its saved row moves with the content
-as lines scroll into the scrollback; and xterm.js reflows wrapped lines when the
-width changes, which this terminal does not (``resize``).
+region and tab stops; the main screen's saved cursor row moves up with the text as
+lines scroll into the scrollback (while it has room); a taller screen takes rows back
+from the scrollback only with the cursor on the bottom row. What still differs:
+xterm.js's DECRC restores the character set in use but not the G0/G1 designations;
+and xterm.js reflows wrapped lines when the width changes, which this terminal does
+not (``resize``).
 
 Speed: instead of pyte's per-character generator, complete escape sequences are
 matched with one regular expression and printable runs go to ``draw`` whole; a

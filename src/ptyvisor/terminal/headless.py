@@ -250,7 +250,8 @@ class HeadlessTerminal:
         def saved(slot: SavedSlot | None) -> SavedCursor | None:
             if slot is None:
                 return None
-            return SavedCursor(min(slot.x, cols), min(slot.y, rows - 1), slot.attrs, slot.charsets)
+            y = max(0, min(slot.y, rows - 1))  # above the top: DECRC restores to the top
+            return SavedCursor(min(slot.x, cols), y, slot.attrs, slot.charsets)
 
         def stops(tabstops: set[int]) -> frozenset[int] | None:
             visible = {x for x in tabstops if x < cols}  # a snapshot sets no others

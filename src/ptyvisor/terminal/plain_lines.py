@@ -122,6 +122,7 @@ def _scroll_in(screen: Screen, fresh: list[Runs]) -> None:
     straight = max(0, out - (lines - 1))
     old: list[ScreenLine | None] = [screen.buffer.get(y) for y in range(lines - 1)]
     if not screen.alt_active:
+        screen.history_grows(out)
         screen.scrollback.extend(old[:out], fresh[:straight])
     row_of = screen.pens.row_of
     rows = old[out:] + [row_of(runs) for runs in fresh[straight:]]

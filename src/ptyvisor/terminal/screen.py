@@ -277,6 +277,7 @@ class Screen(pyte.Screen):
             # xterm.js (and xterm): a footer kept below it stays where it is.
             first = buffer.pop(0) if 0 in buffer else ScreenLine()
             if self.main_buffer is None:
+                self.history_grows(1)
                 self.scrollback.append(first)
             if bottom == self.lines - 1:
                 # Renumbering in one comprehension beats moving rows one by one.
@@ -285,6 +286,15 @@ class Screen(pyte.Screen):
                 return
         grid.move_rows(self.buffer, top, bottom, -1)
         self.fill_blank((bottom,) if fill else ())
+
+    def history_grows(self, count: int) -> None:
+        """``count`` rows are about to go into the scrollback. xterm.js counts the row
+        of the main screen's saved cursor from the top of its scrollback, so while that
+        is not full, DECRC comes back that much higher (above the top: to the top)."""
+        saved = self.saved[0]
+        grown = min(count, self.scrollback.limit - len(self.scrollback))
+        if saved is not None and grown > 0:
+            self.saved[0] = saved._replace(y=saved.y - grown)
 
     def reverse_index(self, fill: bool = True) -> None:
         """RI: scroll the region down at its top."""
@@ -382,6 +392,9 @@ class Screen(pyte.Screen):
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
         """ED; 3 clears the scrollback only, as in xterm."""
         if how == 3:
+            saved = self.saved[0]
+            if saved is not None:  # xterm.js: the saved row stays counted from the old top
+                self.saved[0] = saved._replace(y=saved.y + len(self.scrollback))
             self.scrollback.clear()
             return
         if how == 0:
@@ -500,7 +513,7 @@ class Screen(pyte.Screen):
         self.set_charsets(saved.charsets)
         self.cursor.attrs = saved.attrs
         self.cursor.x = min(saved.x, self.columns - 1)  # the pending wrap is not restored
-        self.cursor.y = min(saved.y, self.lines - 1)
+        self.cursor.y = max(0, min(saved.y, self.lines - 1))
         if saved.origin:  # as xterm: in origin mode the cursor stays in the region
             top, bottom = self._region()
             self.cursor.y = max(top, min(self.cursor.y, bottom))
@@ -636,7 +649,7 @@ class Screen(pyte.Screen):
     def _shift_saved(self, slot: int, shift: int) -> None:
         saved = self.saved[slot]
         if saved is not None:
-            y = max(0, min(saved.y + shift, self.lines - 1))
+            y = min(saved.y + shift, self.lines - 1)  # above the top: see `history_grows`
             self.saved[slot] = saved._replace(x=min(saved.x, self.columns), y=y)
 
     # -- SGR -----------------------------------------------------------------

@@ -77,8 +77,10 @@ function hiddenState(term, title) {
     modes: { ...modes },
     mouse: [core.coreMouseService.activeProtocol, core.coreMouseService.activeEncoding],
     margins: [buffer.scrollTop, buffer.scrollBottom],
-    // savedY counts from the top of the scrollback: made relative to the screen.
-    saved: [buffer.savedX, buffer.savedY - buffer.ybase, attrs(buffer.savedCurAttrData)],
+    // savedY counts from the top of the scrollback: made relative to the screen, and
+    // clamped as DECRC clamps it (a row above the top restores to the top).
+    saved: [buffer.savedX, Math.max(0, Math.min(buffer.savedY - buffer.ybase, term.rows - 1)),
+      attrs(buffer.savedCurAttrData)],
     pen: attrs(core._inputHandler._curAttrData),
     // The table drawing uses now; xterm.js's DECRC restores it but not the G0..G3
     // designations (see KNOWN_XTERM_FAULTS), so those are not compared.
