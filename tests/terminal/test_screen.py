@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ptyvisor.terminal.screen import DECOM
 from ptyvisor.terminal.snapshot import Cell
 
 from .support import CSI, ESC, make, round_trip, state, text
@@ -239,3 +240,12 @@ def test_a_saved_cursor_comes_back_higher_by_the_rows_the_scrollback_gained() ->
     assert make(scrolled, rows=5, scrollback=1).cursor == (2, 0)  # room for one
     assert make(scrolled + f"{ESC}7\n\n\n\n\n{ESC}8", rows=5, scrollback=10).cursor == (0, 0)
     assert make(f"\n\n\n\n\n\n{CSI}2;1H{ESC}7{CSI}3J{ESC}8", rows=5, scrollback=10).cursor == (3, 0)
+
+
+def test_origin_mode_stops_a_move_past_the_region_and_outlives_decrc() -> None:
+    # CUP past the region stops at its bottom row (pyte ignored it); DECRC leaves
+    # origin mode as it is, as xterm.js does.
+    term = make(f"{CSI}2;3r{CSI}?6h{CSI}6;4H", rows=5)
+    assert term.cursor == (2, 3)
+    term = make(f"{CSI}2;3r{ESC}7{CSI}?6h{ESC}8", rows=5)
+    assert DECOM in term._screen.mode and term.cursor == (1, 0)

@@ -52,13 +52,12 @@ class Layout(NamedTuple):
 
 
 class SavedSlot(NamedTuple):
-    """A DECSC slot."""
+    """A DECSC slot (origin mode is not in it: xterm.js's DECRC leaves the mode)."""
 
     x: int
     y: int
     attrs: Cell
     charsets: Charsets
-    origin: bool
 
 
 class Screen(pyte.Screen):
@@ -439,7 +438,8 @@ class Screen(pyte.Screen):
         cursor.x = min(cursor.x, self.columns - 1)
 
     def cursor_position(self, line: int | None = None, column: int | None = None) -> None:
-        """CUP as pyte's, without its helper calls (TUIs send one per few cells)."""
+        """CUP as pyte's, without its helper calls (TUIs send one per few cells); in
+        origin mode a row past the region stops at its edge (pyte ignored the move)."""
         y = (line or 1) - 1
         x = (column or 1) - 1
         margins = self.margins
@@ -447,8 +447,6 @@ class Screen(pyte.Screen):
         if margins is not None and DECOM in self.mode:
             top, bottom = int(margins.top), int(margins.bottom)
             y += top
-            if not top <= y <= bottom:
-                return
         cursor = self.cursor
         cursor.x = min(max(0, x), self.columns - 1)
         cursor.y = min(max(top, y), bottom)
@@ -497,24 +495,19 @@ class Screen(pyte.Screen):
             c.y,
             c.attrs,
             self.charsets,
-            DECOM in self.mode,
         )
 
     def restore_cursor(self) -> None:
         """DECRC: exact position (clamped into the margins only in origin mode, not
-        always as pyte did); visibility untouched."""
+        always as pyte did); visibility and, as in xterm.js, origin mode untouched."""
         saved = self.saved[self.alt_active]
         if saved is None:
-            saved = SavedSlot(0, 0, BLANK, Charsets(), False)
-        if saved.origin:
-            self.mode.add(DECOM)
-        else:
-            self.mode.discard(DECOM)
+            saved = SavedSlot(0, 0, BLANK, Charsets())
         self.set_charsets(saved.charsets)
         self.cursor.attrs = saved.attrs
         self.cursor.x = min(saved.x, self.columns - 1)  # the pending wrap is not restored
         self.cursor.y = max(0, min(saved.y, self.lines - 1))
-        if saved.origin:  # as xterm: in origin mode the cursor stays in the region
+        if DECOM in self.mode:  # in origin mode the cursor stays in the region
             top, bottom = self._region()
             self.cursor.y = max(top, min(self.cursor.y, bottom))
 
