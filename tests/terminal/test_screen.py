@@ -249,3 +249,13 @@ def test_origin_mode_stops_a_move_past_the_region_and_outlives_decrc() -> None:
     assert term.cursor == (2, 3)
     term = make(f"{CSI}2;3r{ESC}7{CSI}?6h{ESC}8", rows=5)
     assert DECOM in term._screen.mode and term.cursor == (1, 0)
+
+
+def test_with_autowrap_off_the_last_column_leaves_the_cursor_past_it() -> None:
+    # As xterm.js: past the edge (EL then erases nothing), the next character
+    # overwrites the last column again, and a snapshot keeps that state.
+    term = make(f"{CSI}?7l{CSI}1;10Hx{CSI}K", cols=10, rows=3)
+    assert term._screen.cursor.x == 10 and text(term)[0] == "         x"
+    assert make(term.snapshot().ansi, cols=10, rows=3)._screen.cursor.x == 10
+    term.feed(b"yz")
+    assert text(term)[:2] == ["         z", ""]

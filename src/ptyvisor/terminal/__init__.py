@@ -62,7 +62,9 @@ wider screen gets stops from the last one left of its edge; each screen keeps it
 region and tab stops; the main screen's saved cursor row moves up with the text as
 lines scroll into the scrollback (while it has room); a taller screen takes rows back
 from the scrollback only with the cursor on the bottom row; DECRC leaves origin mode,
-and CUP past the region in origin mode stops at its edge. What still differs:
+and CUP past the region in origin mode stops at its edge; with autowrap off, printing
+in the last column leaves the cursor past it, as the pending wrap does. What still
+differs:
 xterm.js's DECRC restores the character set in use but not the G0/G1 designations;
 and xterm.js reflows wrapped lines when the width changes, which this terminal does
 not (``resize``).

@@ -160,7 +160,7 @@ class Screen(pyte.Screen):
                 grid.split_wide(line, x, end)
             drawn = map(self.pens.cells(cursor.attrs).__getitem__, data)
             line.update(zip(range(x, end), drawn, strict=True))
-            cursor.x = end if end < self.columns or DECAWM in self.mode else end - 1
+            cursor.x = end  # the edge: the pending wrap, or with autowrap off the same
             return
         cells = self.pens.cells(cursor.attrs)
         get_cell = cells.__getitem__
@@ -171,12 +171,11 @@ class Screen(pyte.Screen):
         i = 0
         while i < count:
             x = cursor.x
-            if x >= cols:  # only with autowrap: without, the cursor stops at cols - 1
+            if x >= cols:  # the edge: wrap, or (autowrap off) overwrite the last column
                 if not autowrap:  # everything left lands on the last column
                     line = self.buffer[cursor.y]
                     grid.split_wide(line, cols - 1, cols)
                     line[cols - 1] = get_cell(data[-1])
-                    cursor.x = cols - 1
                     return
                 cursor.x = 0
                 self.index()
@@ -186,7 +185,7 @@ class Screen(pyte.Screen):
             grid.split_wide(line, x, end)
             line.update(zip(range(x, end), map(get_cell, data[i : i + end - x]), strict=True))
             i += end - x
-            cursor.x = end if autowrap or end < cols else cols - 1
+            cursor.x = end
 
     def _draw_unicode(self, data: str) -> None:
         cursor = self.cursor
@@ -218,7 +217,7 @@ class Screen(pyte.Screen):
             line[x] = cells[char]
             if width == 2:
                 line[x + 1] = cells[""]
-            cursor.x = x + width if autowrap or x + width < cols else cols - 1
+            cursor.x = x + width
             self.last_graphic = char
 
     def _attach(self, char: str) -> None:
