@@ -259,3 +259,8 @@ def test_with_autowrap_off_the_last_column_leaves_the_cursor_past_it() -> None:
     assert make(term.snapshot().ansi, cols=10, rows=3)._screen.cursor.x == 10
     term.feed(b"yz")
     assert text(term)[:2] == ["         z", ""]
+
+
+def test_with_autowrap_off_a_wide_character_that_does_not_fit_is_dropped() -> None:
+    term = make(f"{CSI}?7l{CSI}1;10H界", cols=10, rows=3)  # as xterm.js: no cell for it
+    assert text(term)[0] == "" and term.cursor == (0, 9)

@@ -63,8 +63,8 @@ region and tab stops; the main screen's saved cursor row moves up with the text 
 lines scroll into the scrollback (while it has room); a taller screen takes rows back
 from the scrollback only with the cursor on the bottom row; DECRC leaves origin mode,
 and CUP past the region in origin mode stops at its edge; with autowrap off, printing
-in the last column leaves the cursor past it, as the pending wrap does. What still
-differs:
+in the last column leaves the cursor past it, as the pending wrap does, and a wide
+character that does not fit is dropped. What still differs:
 xterm.js's DECRC restores the character set in use but not the G0/G1 designations;
 and xterm.js reflows wrapped lines when the width changes, which this terminal does
 not (``resize``).

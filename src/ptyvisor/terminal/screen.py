@@ -207,6 +207,9 @@ class Screen(pyte.Screen):
                     cursor.x = 0
                     self.index()
                     x = 0
+                elif width == 2:  # as xterm.js: without autowrap it is dropped
+                    cursor.x = cols - 1
+                    continue
                 else:
                     x = cols - width
             cursor.x = x
