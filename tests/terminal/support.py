@@ -55,13 +55,16 @@ def state(term: HeadlessTerminal) -> dict[str, Any]:
             s.charsets,
             s.cursor_style,
             s.reverse_video,
-            sorted(s.tabstops),
+            sorted(x for x in s.tabstops if x < term.cols),  # no snapshot sets others
         ),
     }
 
 
 def saved_slots(term: HeadlessTerminal) -> list[tuple[int, int, Cell, Charsets] | None]:
-    return [None if v is None else (v.x, v.y, v.attrs, v.charsets) for v in term._screen.saved]
+    # A row above the top (see `Screen.history_grows`) restores to the top, as row 0 does.
+    return [
+        None if v is None else (v.x, max(0, v.y), v.attrs, v.charsets) for v in term._screen.saved
+    ]
 
 
 def round_trip(a: HeadlessTerminal, *, include_scrollback: bool = True) -> HeadlessTerminal:

@@ -91,7 +91,8 @@ def test_a_plain_flood_fast_forwards_to_the_same_terminal(
     # Anything before the flood (modes, margins reset, a charset), the flood, then
     # anything after it, including REP and cursor moves.
     before = "".join(fuzz_token(r) for _ in range(r.randint(0, 30)))
-    before += "\x1b\\" + f"{CSI}r{CSI}?1049l" + ("\x1b(0" if graphics else "\x1b(B")
+    # The main screen's region: each screen keeps its own (`Screen.other_layout`).
+    before += "\x1b\\" + f"{CSI}?1049l{CSI}r" + ("\x1b(0" if graphics else "\x1b(B")
     after = "".join(fuzz_token(r) for _ in range(r.randint(0, 30)))
     data = (before + flood(r, cols, fast_forward.MIN_BYTES + 2000) + after).encode()
     fast = parsed_whole(data, cols, rows, scrollback)

@@ -78,7 +78,8 @@ def test_colon_sgr_forms_are_applied_not_printed() -> None:
     term = make(f"{CSI}38:2::255:0:0;48:5:17;4:3mX{CSI}4:0;38:2:1:2:3mY{CSI}58:2::1:2:3mZ")
     x, y, z = term.line(0)[:3]
     assert (x.data, x.fg, x.bg, x.underscore) == ("X", "ff0000", "17", True)
-    assert (y.data, y.fg, y.underscore) == ("Y", "010203", False)
+    # 38:2:1:2:3 is colour space 1, then green and blue: as the page's xterm.js reads it.
+    assert (y.data, y.fg, y.underscore) == ("Y", "020300", False)
     assert z.data == "Z"
     assert text(term)[0] == "XYZ"
 
@@ -170,3 +171,14 @@ def test_fuzz_split_feeds_and_round_trips(seed: int) -> None:
         if r.random() < 0.3:
             whole.resize(r.randint(1, 40), r.randint(1, 12))
         round_trip(whole)
+
+
+# -- as the page's xterm.js draws it (issue 25) -------------------------------
+
+
+def test_rep_and_combining_marks_act_only_right_after_a_printed_character() -> None:
+    # Any control or sequence in between: REP repeats nothing, a mark takes a cell.
+    term = make(f"ab{CSI}2b{CSI}2b|x{CSI}1m{CSI}2b|e{CSI}1m\u0301|\r\n\u0301")
+    assert text(term)[0] == "abbb|x|e\u0301|"
+    assert [term.line(0)[x].data for x in (7, 8)] == ["e", "\u0301"]
+    assert term.line(1)[0].data == "\u0301"

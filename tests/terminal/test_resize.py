@@ -72,3 +72,24 @@ def test_rows_that_leave_at_the_top_come_back_in_order(
     assert {y: c for y, c in before.items() if y <= anchor} == {
         y: c for y, c in kept.items() if y <= anchor
     }
+
+
+def test_a_taller_screen_takes_rows_back_only_with_the_cursor_on_the_bottom_row() -> None:
+    # As xterm.js: with the cursor higher up, blank rows are added below instead.
+    lines = "\r\n".join(f"line {i}" for i in range(12))
+    up = make(lines + f"{CSI}2;1H", cols=10, rows=5, scrollback=20)
+    up.resize(10, 8)
+    assert len(up.scrollback) == 7 and up.cursor == (1, 0)
+    assert text(up) == ["line 7", "line 8", "line 9", "line 10", "line 11", "", "", ""]
+    bottom = make(lines, cols=10, rows=5, scrollback=20)
+    bottom.resize(10, 8)
+    assert len(bottom.scrollback) == 4 and bottom.cursor == (7, 7)
+
+
+def test_the_main_screen_keeps_its_own_cursor_row_through_a_resize_on_the_alternate() -> None:
+    lines = "\r\n".join(f"line {i}" for i in range(12))
+    term = make(lines + f"{CSI}2;1H{CSI}?47hx", cols=10, rows=5, scrollback=20)
+    term.resize(10, 3)  # the main screen's cursor is on row 1: rows below it go
+    term.feed(f"{CSI}?47l".encode())
+    assert text(term) == ["line 7", "line 8", "line 9"]
+    assert len(term.scrollback) == 7

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ptyvisor.terminal.screen import DECOM
 from ptyvisor.terminal.snapshot import Cell
 
 from .support import CSI, ESC, make, round_trip, state, text
@@ -15,7 +16,7 @@ from .support import CSI, ESC, make, round_trip, state, text
 
 def test_zero_width_joiner_and_variation_selector_keep_the_rest_of_the_run() -> None:
     term = make("a⚠️ bc\r\n👩\u200d💻 ok\r\ne\u0301!")
-    assert text(term)[:3] == ["a⚠️ bc", "👩\u200d💻 ok", "é!"]
+    assert text(term)[:3] == ["a⚠️ bc", "👩\u200d💻 ok", "e\u0301!"]  # code points kept
     row0 = [c.data for c in term.line(0)[:5]]
     assert row0 == ["a", "⚠\ufe0f", " ", "b", "c"]
     row1 = [c.data for c in term.line(1)[:7]]
@@ -144,6 +145,122 @@ def test_scrollback_is_bounded() -> None:
     assert make("\r\n".join(f"{i}" for i in range(20)), scrollback=0).scrollback == []
 
 
-def test_no_scrollback_from_a_partial_scrolling_region() -> None:
-    term = make(f"{CSI}1;4r{CSI}4;1H\n\n\n", scrollback=10)
-    assert term.scrollback == []
+def test_a_scrolling_region_at_the_top_feeds_the_scrollback_as_the_page_does() -> None:
+    # xterm.js (and xterm) keep what scrolls out of a region that starts at the top of
+    # the main screen; the footer below it stays. A region lower down keeps nothing.
+    term = make(f"top\r\n\r\n\r\n\r\nfoot{CSI}1;4r{CSI}4;1H\n\n", scrollback=10)
+    assert [line.rstrip() for line in term.scrollback] == ["top", ""]
+    assert text(term) == ["", "", "", "", "foot"]
+    assert make(f"{CSI}2;4r{CSI}4;1H\n\n\n", scrollback=10).scrollback == []
+    assert make(f"{CSI}?1049h{CSI}1;4r{CSI}4;1H\n\n\n", scrollback=10).scrollback == []
+
+
+# -- as the page's xterm.js draws it (issue 25) -------------------------------
+
+
+def test_combining_marks_keep_the_programs_code_points() -> None:
+    term = make("e\u0301 a\u0308\u0304")
+    assert [term.line(0)[x].data for x in (0, 2)] == ["e\u0301", "a\u0308\u0304"]
+    assert "e\u0301" in term.snapshot().ansi
+
+
+def test_erase_to_the_end_of_the_line_keeps_a_pending_wrap_and_its_character() -> None:
+    term = make(f"{CSI}1;10Hx{CSI}K{CSI}0Jy", cols=10, rows=3)
+    assert text(term)[:2] == ["         x", "y"]
+
+
+def test_erase_insert_and_delete_characters_leave_the_pending_wrap() -> None:
+    for control in ("X", "@", "P"):
+        term = make(f"{CSI}1;10Hx{CSI}{control}y", cols=10, rows=3)
+        assert text(term)[:2] == ["         y", ""], control
+        assert term.cursor == (0, 9)
+
+
+def test_tabs_and_autowrap_off_keep_the_pending_wrap() -> None:
+    for control in ("\t", f"{CSI}Z", f"{CSI}2I"):
+        term = make(f"{CSI}1;10Hx{control}y", cols=10, rows=3)
+        assert text(term)[:2] == ["         x", "y"], repr(control)
+    term = make(f"{CSI}1;10Hx{CSI}?7l", cols=10, rows=3)
+    assert term._screen.cursor.x == 10
+
+
+def test_rows_that_scroll_in_take_the_background_colour() -> None:
+    # LF, RI, IL, DL and a fresh alternate screen: BCE, as xterm.js fills them.
+    for data, row in [
+        (f"{CSI}44m{CSI}3;1H\n", 2),
+        (f"{CSI}44m{ESC}M", 0),
+        (f"{CSI}44m{CSI}2;1H{CSI}L", 1),
+        (f"{CSI}44m{CSI}2;1H{CSI}M", 2),
+        (f"{CSI}44m{CSI}?1049h", 1),
+    ]:
+        term = make(data, cols=4, rows=3)
+        assert [cell.bg for cell in term.line(row)] == ["blue"] * 4, repr(data)
+
+
+def test_rows_that_scroll_down_come_in_blank() -> None:
+    term = make(f"{CSI}44m{CSI}T", cols=4, rows=3)  # SD: xterm.js gives them no colour
+    assert [cell.bg for cell in term.line(0)] == ["default"] * 4
+
+
+def test_a_wider_screen_gets_tab_stops_as_xterm_js_sets_them() -> None:
+    # From the last stop left of the new edge, every 8 columns: here from 5.
+    term = make(f"{CSI}3g{CSI}1;6H{ESC}H", cols=10, rows=2)
+    term.resize(20, 2)
+    assert sorted(term._screen.tabstops) == [5, 13]
+    # No stops at all: from column 0, as a fresh terminal has them.
+    term = make(f"{CSI}3g", cols=10, rows=2)
+    term.resize(20, 2)
+    assert sorted(term._screen.tabstops) == [0, 8, 16]
+    # Stops past the edge stay, for when it widens again (narrowing to 10 found none
+    # left of the edge, so it set them from 0).
+    term = make(f"{CSI}3g{CSI}1;18H{ESC}H", cols=20, rows=2)
+    term.resize(10, 2)
+    term.resize(30, 2)
+    assert sorted(term._screen.tabstops) == [0, 8, 17, 25]
+
+
+def test_each_screen_keeps_its_own_scrolling_region_and_tab_stops() -> None:
+    main_layout = f"{CSI}2;4r{CSI}3g{CSI}1;4H{ESC}H"
+    term = make(f"{main_layout}{CSI}?1049h", cols=20, rows=6)
+    screen = term._screen
+    assert (screen._region(), sorted(screen.tabstops)) == ((0, 5), [0, 8, 16])
+    term.feed(f"{CSI}3;5r{CSI}?1049l".encode())
+    assert (screen._region(), sorted(screen.tabstops)) == ((1, 3), [3])
+    # A client attaching while the alternate screen shows gets both.
+    term.feed(f"{CSI}?1049h".encode())
+    cold = make(term.snapshot().ansi + f"{CSI}?1049l", cols=20, rows=6)
+    assert (cold._screen._region(), sorted(cold._screen.tabstops)) == ((1, 3), [3])
+
+
+def test_a_saved_cursor_comes_back_higher_by_the_rows_the_scrollback_gained() -> None:
+    # xterm.js counts the saved row from the top of its scrollback: lines that scroll
+    # into it (while it has room) move the restored cursor up with the text.
+    scrolled = f"{CSI}4;1H{ESC}7{CSI}5;1H\n\n{ESC}8"
+    assert make(scrolled, rows=5, scrollback=10).cursor == (1, 0)
+    assert make(scrolled, rows=5, scrollback=1).cursor == (2, 0)  # room for one
+    assert make(scrolled + f"{ESC}7\n\n\n\n\n{ESC}8", rows=5, scrollback=10).cursor == (0, 0)
+    assert make(f"\n\n\n\n\n\n{CSI}2;1H{ESC}7{CSI}3J{ESC}8", rows=5, scrollback=10).cursor == (3, 0)
+
+
+def test_origin_mode_stops_a_move_past_the_region_and_outlives_decrc() -> None:
+    # CUP past the region stops at its bottom row (pyte ignored it); DECRC leaves
+    # origin mode as it is, as xterm.js does.
+    term = make(f"{CSI}2;3r{CSI}?6h{CSI}6;4H", rows=5)
+    assert term.cursor == (2, 3)
+    term = make(f"{CSI}2;3r{ESC}7{CSI}?6h{ESC}8", rows=5)
+    assert DECOM in term._screen.mode and term.cursor == (1, 0)
+
+
+def test_with_autowrap_off_the_last_column_leaves_the_cursor_past_it() -> None:
+    # As xterm.js: past the edge (EL then erases nothing), the next character
+    # overwrites the last column again, and a snapshot keeps that state.
+    term = make(f"{CSI}?7l{CSI}1;10Hx{CSI}K", cols=10, rows=3)
+    assert term._screen.cursor.x == 10 and text(term)[0] == "         x"
+    assert make(term.snapshot().ansi, cols=10, rows=3)._screen.cursor.x == 10
+    term.feed(b"yz")
+    assert text(term)[:2] == ["         z", ""]
+
+
+def test_with_autowrap_off_a_wide_character_that_does_not_fit_is_dropped() -> None:
+    term = make(f"{CSI}?7l{CSI}1;10H界", cols=10, rows=3)  # as xterm.js: no cell for it
+    assert text(term)[0] == "" and term.cursor == (0, 9)

@@ -18,3 +18,20 @@ def test_sgr_colours_and_attributes() -> None:
     assert (c.fg, c.bg) == ("brightbrown", "brightblue")
     assert d == Cell("D", bg="default")
     assert e == Cell("E")  # CSI > 4;2 m (modifyOtherKeys) is not SGR 4
+
+
+# -- as the page's xterm.js draws it (issue 25) -------------------------------
+
+
+def test_colon_truecolour_is_read_as_xterm_js_reads_it() -> None:
+    # After 2 comes the colour space, always; a missing value is 0.
+    cells = make(
+        f"{CSI}38:2:1:2:3mA{CSI}38:2::1:2:3mB{CSI}38:2:1:2mC{CSI}48:5mD{CSI}38;2;1;2;3mE"
+    ).line(0)
+    assert [cells[0].fg, cells[1].fg, cells[2].fg, cells[3].bg, cells[4].fg] == [
+        "020300",
+        "010203",
+        "020000",
+        "0",
+        "010203",
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .support import CSI, ESC, make, round_trip
+from .support import CSI, ESC, make, round_trip, text
 
 # -- round trips -----------------------------------------------------------------
 
@@ -77,3 +77,25 @@ def test_snapshot_layout() -> None:
 def test_snapshot_draws_main_before_alternate() -> None:
     ansi = make(f"MAIN{CSI}?1049hALT").snapshot().ansi
     assert ansi.index("MAIN") < ansi.index(CSI + "?1049h") < ansi.index("ALT")
+
+
+# -- as the page's xterm.js draws it (issue 25) -------------------------------
+
+
+def saved_round_trip(term_cols: int, data: str, rows: int = 3) -> tuple[object, object]:
+    """The saved cursor of a terminal fed ``data``, and of one fed its snapshot."""
+    term = make(data, cols=term_cols, rows=rows)
+    again = make(term.snapshot().ansi, cols=term_cols, rows=rows)
+    return term._screen.saved[0], again._screen.saved[0]
+
+
+def test_a_cursor_saved_in_the_pending_wrap_state_is_saved_so_by_the_snapshot() -> None:
+    saved, again = saved_round_trip(10, f"{CSI}1;10Hx{ESC}7{CSI}2;1Hz")
+    assert saved == again
+    assert getattr(saved, "x", None) == 10
+
+
+def test_a_snapshot_ends_with_the_last_character_so_rep_and_marks_still_join_it() -> None:
+    ansi = make("ab").snapshot().ansi
+    assert text(make(ansi + f"{CSI}2b"))[0] == "abbb"
+    assert make(ansi + "\u0301").line(0)[1].data == "b\u0301"

@@ -48,6 +48,27 @@ ICH/DCH/DECALN keep wide characters whole; reverse video (DECSCNM) is a flag
 restored by the snapshot instead of being baked into every cell; VPA in origin
 mode without margins no longer trips an assertion.
 
+The page draws with xterm.js, so where xterm.js and xterm differ this terminal does
+as xterm.js does, and a cold attach shows what the live view showed (issue 25; the
+differential test in ``tests/terminal/xterm/`` draws both into xterm.js itself, and
+the screen's, parser's and snapshot's tests pin each rule): combining marks keep the
+program's code points; ``38:2:a:r:g`` reads ``a`` as the colour space; in the
+pending-wrap state EL/ED 0, tabs, ``?7l`` and DECSC keep it (and the last character)
+while ICH, DCH and ECH leave it; after any control or sequence REP repeats nothing
+and a combining mark takes a cell of its own; rows that scroll in (LF, RI, IL, DL, a
+new alternate screen, but not SU/SD) take the background colour; a scrolling region
+at the top of the main screen feeds the scrollback; tab stops include column 0 and a
+wider screen gets stops from the last one left of its edge; each screen keeps its own
+region and tab stops; the main screen's saved cursor row moves up with the text as
+lines scroll into the scrollback (while it has room); a taller screen takes rows back
+from the scrollback only with the cursor on the bottom row; DECRC leaves origin mode,
+and CUP past the region in origin mode stops at its edge; with autowrap off, printing
+in the last column leaves the cursor past it, as the pending wrap does, and a wide
+character that does not fit is dropped. What still differs:
+xterm.js's DECRC restores the character set in use but not the G0/G1 designations;
+and xterm.js reflows wrapped lines when the width changes, which this terminal does
+not (``resize``).
+
 Speed: instead of pyte's per-character generator, complete escape sequences are
 matched with one regular expression and printable runs go to ``draw`` whole; a
 run of one-cell characters (found with a regex built from the width table) is

@@ -18,8 +18,8 @@ of what a snapshot taken right after a flood costs.
   scrollback at ``p`` has left the scrollback by the end of those.
 
 What ``data[:p]`` still leaves behind is its graphic rendition (replayed from its last
-plain SGR reset on) and its last graphic character (for REP). The terminal applies
-those and scrolls its screen blank, then parses ``data[p:]`` as usual
+plain SGR reset on); REP repeats nothing after its line feed (as in xterm.js). The
+terminal applies that and scrolls its screen blank, then parses ``data[p:]`` as usual
 (`HeadlessTerminal.feed`). The result is cell for cell what parsing it all gives:
 the differential tests in ``tests/terminal/test_fast_forward.py`` check it on random and real
 streams. A full-screen program's output is never plain (it moves the cursor), so a
@@ -45,8 +45,6 @@ _NOT_PLAIN = re.compile(
 )
 _PLAIN_SGR = re.compile(rb"\x1b\[([0-9:;]*)m")
 _RESETS = (b"\x1b[0m", b"\x1b[m")
-LOOK_BACK = 4096
-"""Bytes before the point searched for its last graphic character."""
 CRLF_TRIES = 64
 """Line feeds without a CR before them tried before giving up."""
 
@@ -59,9 +57,6 @@ class RebuildPoint:
     """Where parsing resumes."""
     sgr: list[str]
     """The SGR parameters to apply, in order, for the rendition at ``offset``."""
-    tail: str
-    """Text ending at ``offset`` whose last graphic character is the one REP repeats
-    (escape sequences and the partial first line removed)."""
 
 
 def rebuild_point(data: bytes, *, rows: int, scrollback: int) -> RebuildPoint | None:
@@ -97,11 +92,7 @@ def rebuild_point(data: bytes, *, rows: int, scrollback: int) -> RebuildPoint | 
         return None
     reset = max(data.rfind(reset, begin, offset) for reset in _RESETS)
     sgr = [m.group(1).decode("ascii") for m in _PLAIN_SGR.finditer(data, max(reset, begin), offset)]
-    tail_start = max(begin, offset - LOOK_BACK)
-    if tail_start > begin:  # a character or SGR may be cut here, never across a line feed
-        tail_start = data.find(b"\n", tail_start, offset) + 1
-    tail = _PLAIN_SGR.sub(b"", data[tail_start:offset]).decode("utf-8", "replace")
-    return RebuildPoint(begin, offset, sgr, tail)
+    return RebuildPoint(begin, offset, sgr)
 
 
 def _longest_plain_run(data: bytes) -> tuple[int, int]:

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from pyte.screens import Margins
+
 from ptyvisor.terminal import fast_forward
 from ptyvisor.terminal.modes import KEYPAD, InputModes
 from ptyvisor.terminal.parser import Parser
@@ -121,12 +123,9 @@ class HeadlessTerminal:
             or self._decoder.getstate()[0]
         ):
             return False
-        last = screen.last_graphic_in(point.tail)
-        if not last:
-            return False  # it lies further back: parse it all
         for params in point.sgr:
             screen.apply_sgr(params)
-        screen.last_graphic = last
+        screen.last_graphic = ""  # it ends with a line feed: REP repeats nothing then
         screen.scroll_out()
         self.fast_forwarded += point.offset - point.start
         return True
@@ -251,11 +250,18 @@ class HeadlessTerminal:
         def saved(slot: SavedSlot | None) -> SavedCursor | None:
             if slot is None:
                 return None
-            return SavedCursor(
-                min(slot.x, cols - 1), min(slot.y, rows - 1), slot.attrs, slot.charsets
-            )
+            y = max(0, min(slot.y, rows - 1))  # above the top: DECRC restores to the top
+            return SavedCursor(min(slot.x, cols), y, slot.attrs, slot.charsets)
+
+        def stops(tabstops: set[int]) -> frozenset[int] | None:
+            visible = {x for x in tabstops if x < cols}  # a snapshot sets no others
+            return None if visible == default_tabstops(cols) else frozenset(visible)
+
+        def region(margins: Margins | None) -> tuple[int, int] | None:
+            return None if margins is None else (int(margins.top), int(margins.bottom))
 
         modes = self.modes
+        main = s.other_layout if s.alt_active and s.other_layout else None
         state = ScreenState(
             cols=cols,
             rows=rows,
@@ -271,7 +277,7 @@ class HeadlessTerminal:
             title=s.title,
             saved_main=saved(s.saved[0]),
             saved_alt=saved(s.saved[1]),
-            margins=s._region() if s.margins is not None else None,
+            margins=region(s.margins),
             origin_mode=DECOM in s.mode,
             auto_wrap=modes.auto_wrap,
             insert_mode=IRM in s.mode,
@@ -280,7 +286,10 @@ class HeadlessTerminal:
             input_modes=s.input_modes,
             cursor_style=s.cursor_style,
             charsets=s.charsets,
-            tabstops=None if s.tabstops == default_tabstops(cols) else frozenset(s.tabstops),
+            tabstops=stops(s.tabstops),
+            main_margins=region(main.margins) if main else None,
+            main_tabstops=stops(main.tabstops) if main else None,
+            last_graphic=s.last_graphic,
         )
         return TerminalSnapshot(
             cols=cols,

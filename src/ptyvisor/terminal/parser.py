@@ -180,6 +180,8 @@ class Parser:
                 m = match_sequence(text, i)
                 if m is None:
                     i = self._slow_sequence(text, i)
+                    if not self._pending:
+                        screen.last_graphic = ""
                     continue
                 i = m.end()
                 last = m.lastindex
@@ -200,6 +202,9 @@ class Parser:
                 if handler is not None:
                     handler()
                 i += 1
+            # As in xterm.js: after any control or sequence (REP too), REP repeats
+            # nothing and a combining mark joins no character (it takes a cell).
+            screen.last_graphic = ""
 
     # -- escape sequences ----------------------------------------------------
 

@@ -37,8 +37,16 @@ def draw(screen: Screen, lines: list[str]) -> None:
             continue
         parts = [text] if plain else _SGR_SPLIT(text)
         if batched and (DECAWM in screen.mode or sum(map(len, parts[::2])) <= cols):
-            fresh += _rows(screen, parts)
-            continue
+            before = screen.cursor.attrs, screen.last_graphic
+            made = _rows(screen, parts)
+            if made is not None:
+                fresh += made
+                if screen.cursor.attrs.bg != "default":  # its line feed brings a coloured row
+                    _scroll_in(screen, fresh)
+                    fresh = []
+                    batched = False
+                continue
+            screen.cursor.attrs, screen.last_graphic = before
         if fresh:
             _scroll_in(screen, fresh)
             fresh = []
@@ -56,8 +64,8 @@ def draw(screen: Screen, lines: list[str]) -> None:
 
 def _can_batch(screen: Screen) -> bool:
     """Whether the next line starts at the left of a blank bottom row whose line feed
-    scrolls the whole screen, and draws as plain one-cell characters (insert mode
-    draws the same on a blank row)."""
+    scrolls the whole screen and brings in a blank row, and draws as plain one-cell
+    characters (insert mode draws the same on a blank row)."""
     cursor = screen.cursor
     bottom = screen.lines - 1
     return (
@@ -66,12 +74,14 @@ def _can_batch(screen: Screen) -> bool:
         and screen.margins is None
         and not screen.buffer.get(bottom)
         and screen.table is None
+        and screen.cursor.attrs.bg == "default"  # else each line feed brings a coloured row
     )
 
 
-def _rows(screen: Screen, parts: list[str]) -> list[Runs]:
+def _rows(screen: Screen, parts: list[str]) -> list[Runs] | None:
     """The rows drawing ``parts`` (text, SGR, text, ...) from column 0 of the blank
-    bottom row makes (more than one when it wraps), as runs."""
+    bottom row makes (more than one when it wraps), as runs; None if it wraps with a
+    background colour, which the row it wraps onto takes (`Screen.fill_blank`)."""
     cols = screen.columns
     runs: Runs = []
     made = [runs]
@@ -90,6 +100,8 @@ def _rows(screen: Screen, parts: list[str]) -> list[Runs]:
             start = 0
             while start < len(part):
                 if x == cols:  # autowrap: the next row scrolls in, as LF would
+                    if pen.bg != "default":
+                        return None
                     runs, x = [], 0
                     made.append(runs)
                 piece = part[start : start + cols - x]
@@ -110,9 +122,11 @@ def _scroll_in(screen: Screen, fresh: list[Runs]) -> None:
     straight = max(0, out - (lines - 1))
     old: list[ScreenLine | None] = [screen.buffer.get(y) for y in range(lines - 1)]
     if not screen.alt_active:
+        screen.history_grows(out)
         screen.scrollback.extend(old[:out], fresh[:straight])
     row_of = screen.pens.row_of
     rows = old[out:] + [row_of(runs) for runs in fresh[straight:]]
     screen.buffer = defaultdict(
         ScreenLine, {y: row for y, row in enumerate(rows) if row is not None}
     )
+    screen.fill_blank((lines - 1,))

@@ -2,7 +2,8 @@
 attaching after a resize sees what the clients that watched it see.
 
 Fewer rows: rows below the cursor go first (blank or not), then the top rows go into
-the scrollback. More rows: rows come back from the scrollback onto the top. The
+the scrollback. More rows: with the cursor on the bottom row, rows come back from the
+scrollback onto the top; else (or when it is empty) blank rows are added below. The
 alternate screen has no scrollback: its rows are dropped and none come back.
 Fewer columns cut every row at the new edge (`grid.cut`).
 Lines are not reflowed: a wrapped line stays wrapped where it was.
@@ -34,7 +35,7 @@ def rows(buffer: Buffer, history: Scrollback | None, old: int, new: int, anchor:
             if line is not None:
                 buffer[y] = line
         return -from_top
-    if history is None or not history:
+    if history is None or not history or anchor != old - 1:
         return 0
     pull = min(new - old, len(history))
     moved = [buffer.pop(y, None) for y in range(old)]

@@ -7,7 +7,6 @@ goes to a `scrollback.Scrollback`; whole plain lines take `plain_lines` instead.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -44,14 +43,21 @@ class _Cursor(Protocol):
     hidden: bool
 
 
+class Layout(NamedTuple):
+    """What xterm.js keeps per buffer besides the cells: the scrolling region and the
+    tab stops (the main screen's come back when the alternate one is left)."""
+
+    margins: Margins | None
+    tabstops: set[int]
+
+
 class SavedSlot(NamedTuple):
-    """A DECSC slot."""
+    """A DECSC slot (origin mode is not in it: xterm.js's DECRC leaves the mode)."""
 
     x: int
     y: int
     attrs: Cell
     charsets: Charsets
-    origin: bool
 
 
 class Screen(pyte.Screen):
@@ -85,6 +91,10 @@ class Screen(pyte.Screen):
         self.cursor_style = 0
         self.title_stack: list[str] = []
         self.last_graphic = ""
+        self.other_layout: Layout | None = None  # the buffer not shown; None: defaults
+        self.main_y = 0
+        """The main screen's cursor row while the alternate one shows (a resize keeps
+        that row on screen, as xterm.js keeps each buffer's own cursor)."""
 
     # -- state ---------------------------------------------------------------
 
@@ -105,11 +115,20 @@ class Screen(pyte.Screen):
         super().reset()
         self._init_state()
         self.cursor.attrs = BLANK
+        self.tabstops = default_tabstops(self.columns)
 
     def _blank(self) -> Cell:
         """What erasing writes: only the background colour survives (BCE)."""
         bg = self.cursor.attrs.bg
         return BLANK if bg == "default" else BLANK._replace(bg=bg)
+
+    def fill_blank(self, rows: Iterable[int]) -> None:
+        """Rows that scrolled in take the background colour, as xterm.js (BCE) fills them;
+        with the default one they are simply absent."""
+        blank = self._blank()
+        if blank is not BLANK:
+            for y in rows:
+                self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), blank))
 
     # -- drawing -------------------------------------------------------------
 
@@ -141,7 +160,7 @@ class Screen(pyte.Screen):
                 grid.split_wide(line, x, end)
             drawn = map(self.pens.cells(cursor.attrs).__getitem__, data)
             line.update(zip(range(x, end), drawn, strict=True))
-            cursor.x = end if end < self.columns or DECAWM in self.mode else end - 1
+            cursor.x = end  # the edge: the pending wrap, or with autowrap off the same
             return
         cells = self.pens.cells(cursor.attrs)
         get_cell = cells.__getitem__
@@ -152,12 +171,11 @@ class Screen(pyte.Screen):
         i = 0
         while i < count:
             x = cursor.x
-            if x >= cols:  # only with autowrap: without, the cursor stops at cols - 1
+            if x >= cols:  # the edge: wrap, or (autowrap off) overwrite the last column
                 if not autowrap:  # everything left lands on the last column
                     line = self.buffer[cursor.y]
                     grid.split_wide(line, cols - 1, cols)
                     line[cols - 1] = get_cell(data[-1])
-                    cursor.x = cols - 1
                     return
                 cursor.x = 0
                 self.index()
@@ -167,7 +185,7 @@ class Screen(pyte.Screen):
             grid.split_wide(line, x, end)
             line.update(zip(range(x, end), map(get_cell, data[i : i + end - x]), strict=True))
             i += end - x
-            cursor.x = end if autowrap or end < cols else cols - 1
+            cursor.x = end
 
     def _draw_unicode(self, data: str) -> None:
         cursor = self.cursor
@@ -189,6 +207,9 @@ class Screen(pyte.Screen):
                     cursor.x = 0
                     self.index()
                     x = 0
+                elif width == 2:  # as xterm.js: without autowrap it is dropped
+                    cursor.x = cols - 1
+                    continue
                 else:
                     x = cols - width
             cursor.x = x
@@ -199,31 +220,25 @@ class Screen(pyte.Screen):
             line[x] = cells[char]
             if width == 2:
                 line[x + 1] = cells[""]
-            cursor.x = x + width if autowrap or x + width < cols else cols - 1
+            cursor.x = x + width
             self.last_graphic = char
 
     def _attach(self, char: str) -> None:
-        """Append a zero-width character (combining, ZWJ, VS16) to the previous cell."""
+        """Append a zero-width character (combining, ZWJ, VS16) to the previous cell,
+        the character printed just before it."""
         x = min(self.cursor.x, self.columns) - 1
-        if x < 0:
+        if x < 0 or not self.last_graphic:
+            # Nothing printed just before it (a control or sequence came between): as
+            # xterm.js draws it, the page's terminal, it takes a cell of its own.
+            self._draw_narrow(char)
             return
         line = self.buffer[self.cursor.y]
         cell = line[x]
         if cell.data == "" and x > 0:
             x -= 1
             cell = line[x]
-        if len(cell.data) < 32:
-            line[x] = cell._replace(data=unicodedata.normalize("NFC", cell.data + char))
-
-    def last_graphic_in(self, text: str) -> str:
-        """The character `draw` would leave in ``last_graphic`` after ``text``
-        (plain text: no controls but CR, LF, TAB and BS), or "" if none."""
-        if self.table is not None:
-            text = text.translate(self.table)
-        for char in reversed(text):
-            if 0 < _width(char) <= self.columns:
-                return char
-        return ""
+        if len(cell.data) < 32:  # as the program wrote it: xterm.js keeps the code points
+            line[x] = cell._replace(data=cell.data + char)
 
     def scroll_out(self) -> None:
         """What a flood's lines do at the bottom row: scroll the whole screen into
@@ -246,8 +261,9 @@ class Screen(pyte.Screen):
             return 0, self.lines - 1
         return int(self.margins.top), int(self.margins.bottom)
 
-    def index(self) -> None:
-        """IND/LF: scroll the region at its bottom, capturing main-screen scrollback."""
+    def index(self, fill: bool = True) -> None:
+        """IND/LF: scroll the region at its bottom; on the main screen, a region at its
+        top sends its first row to the scrollback."""
         cursor = self.cursor
         if cursor.x >= self.columns:
             cursor.x = self.columns - 1
@@ -257,16 +273,31 @@ class Screen(pyte.Screen):
                 cursor.y += 1
             return
         buffer = self.buffer
-        if top == 0 and bottom == self.lines - 1:
+        if top == 0 and (bottom == self.lines - 1 or self.main_buffer is None):
+            # A region at the top of the main screen feeds the scrollback too, as in
+            # xterm.js (and xterm): a footer kept below it stays where it is.
             first = buffer.pop(0) if 0 in buffer else ScreenLine()
             if self.main_buffer is None:
+                self.history_grows(1)
                 self.scrollback.append(first)
-            # Renumbering in one comprehension beats moving rows one by one.
-            self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
-            return
+            if bottom == self.lines - 1:
+                # Renumbering in one comprehension beats moving rows one by one.
+                self.buffer = defaultdict(ScreenLine, {y - 1: line for y, line in buffer.items()})
+                self.fill_blank((bottom,) if fill else ())
+                return
         grid.move_rows(self.buffer, top, bottom, -1)
+        self.fill_blank((bottom,) if fill else ())
 
-    def reverse_index(self) -> None:
+    def history_grows(self, count: int) -> None:
+        """``count`` rows are about to go into the scrollback. xterm.js counts the row
+        of the main screen's saved cursor from the top of its scrollback, so while that
+        is not full, DECRC comes back that much higher (above the top: to the top)."""
+        saved = self.saved[0]
+        grown = min(count, self.scrollback.limit - len(self.scrollback))
+        if saved is not None and grown > 0:
+            self.saved[0] = saved._replace(y=saved.y - grown)
+
+    def reverse_index(self, fill: bool = True) -> None:
         """RI: scroll the region down at its top."""
         cursor = self.cursor
         if cursor.x >= self.columns:
@@ -277,15 +308,17 @@ class Screen(pyte.Screen):
                 cursor.y -= 1
             return
         grid.move_rows(self.buffer, top, bottom, 1)
+        self.fill_blank((top,) if fill else ())
 
     def scroll_up(self, count: int = 0) -> None:
         """SU: like that many line feeds at the bottom margin (so the main screen's
         scrollback gets the lines); the cursor stays."""
-        self._scroll_in_place(count, self.index, at_top=False)
+        self._scroll_in_place(count, lambda: self.index(fill=False), at_top=False)
 
     def scroll_down(self, count: int = 0) -> None:
-        """SD: like that many reverse indexes at the top margin; the cursor stays."""
-        self._scroll_in_place(count, self.reverse_index, at_top=True)
+        """SD: like that many reverse indexes at the top margin; the cursor stays, and
+        the rows that come in are blank (xterm.js gives them no background)."""
+        self._scroll_in_place(count, lambda: self.reverse_index(fill=False), at_top=True)
 
     def _scroll_in_place(self, count: int, step: Callable[[], None], *, at_top: bool) -> None:
         top, bottom = self._region()
@@ -309,7 +342,9 @@ class Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        grid.move_rows(self.buffer, y0, bottom, min(count or 1, bottom - y0 + 1))
+        count = min(count or 1, bottom - y0 + 1)
+        grid.move_rows(self.buffer, y0, bottom, count)
+        self.fill_blank(range(y0, y0 + count))
         self.cursor.x = 0
 
     def delete_lines(self, count: int | None = None) -> None:
@@ -317,36 +352,50 @@ class Screen(pyte.Screen):
         y0 = self.cursor.y
         if not top <= y0 <= bottom:
             return
-        grid.move_rows(self.buffer, y0, bottom, -min(count or 1, bottom - y0 + 1))
+        count = min(count or 1, bottom - y0 + 1)
+        grid.move_rows(self.buffer, y0, bottom, -count)
+        self.fill_blank(range(bottom - count + 1, bottom + 1))
         self.cursor.x = 0
 
     # -- erasing -------------------------------------------------------------
 
+    def _disarm(self) -> int:
+        """Leave the pending-wrap state, as xterm.js does before ICH, DCH and ECH; the
+        cursor's column."""
+        x = self.cursor.x = min(self.cursor.x, self.columns - 1)
+        return x
+
     def insert_characters(self, count: int | None = None) -> None:
         """ICH, keeping wide characters whole or blanking them."""
-        x = min(self.cursor.x, self.columns - 1)
+        x = self._disarm()
         line = self.buffer[self.cursor.y]
         grid.insert_cells(line, self._blank(), x, min(count or 1, self.columns - x), self.columns)
 
     def delete_characters(self, count: int | None = None) -> None:
         """DCH, keeping wide characters whole or blanking them."""
-        x = min(self.cursor.x, self.columns - 1)
+        x = self._disarm()
         line = self.buffer[self.cursor.y]
         grid.delete_cells(line, self._blank(), x, min(count or 1, self.columns - x), self.columns)
 
     def erase_in_line(self, how: int = 0, private: bool = False) -> None:
-        x = min(self.cursor.x, self.columns - 1)
+        """EL. In the pending-wrap state the cursor is past the last column, as in
+        xterm.js: EL 0 keeps the character written there (xterm would erase it, the
+        page's terminal does not) and the pending wrap."""
+        x = self.cursor.x
         line = self.buffer[self.cursor.y]
         if how == 0:
             grid.erase(line, self._blank(), x, self.columns)
         elif how == 1:
-            grid.erase(line, self._blank(), 0, x + 1)
+            grid.erase(line, self._blank(), 0, min(x + 1, self.columns))
         elif how == 2:
             grid.erase(line, self._blank(), 0, self.columns)
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
         """ED; 3 clears the scrollback only, as in xterm."""
         if how == 3:
+            saved = self.saved[0]
+            if saved is not None:  # xterm.js: the saved row stays counted from the old top
+                self.saved[0] = saved._replace(y=saved.y + len(self.scrollback))
             self.scrollback.clear()
             return
         if how == 0:
@@ -367,7 +416,7 @@ class Screen(pyte.Screen):
                 self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), blank))
 
     def erase_characters(self, count: int | None = None) -> None:
-        x = min(self.cursor.x, self.columns - 1)
+        x = self._disarm()
         grid.erase(
             self.buffer[self.cursor.y], self._blank(), x, min(self.columns, x + (count or 1))
         )
@@ -391,7 +440,8 @@ class Screen(pyte.Screen):
         cursor.x = min(cursor.x, self.columns - 1)
 
     def cursor_position(self, line: int | None = None, column: int | None = None) -> None:
-        """CUP as pyte's, without its helper calls (TUIs send one per few cells)."""
+        """CUP as pyte's, without its helper calls (TUIs send one per few cells); in
+        origin mode a row past the region stops at its edge (pyte ignored the move)."""
         y = (line or 1) - 1
         x = (column or 1) - 1
         margins = self.margins
@@ -399,8 +449,6 @@ class Screen(pyte.Screen):
         if margins is not None and DECOM in self.mode:
             top, bottom = int(margins.top), int(margins.bottom)
             y += top
-            if not top <= y <= bottom:
-                return
         cursor = self.cursor
         cursor.x = min(max(0, x), self.columns - 1)
         cursor.y = min(max(top, y), bottom)
@@ -415,7 +463,7 @@ class Screen(pyte.Screen):
         self.cursor.x = min(self.cursor.x, self.columns - 1)
 
     def set_tab_stop(self) -> None:
-        self.tabstops.add(min(self.cursor.x, self.columns - 1))
+        self.tabstops.add(self.cursor.x)  # as xterm.js: at the pending-wrap column too
 
     def alignment_display(self) -> None:
         """DECALN: the screen full of E (pyte kept wide characters' right halves)."""
@@ -423,11 +471,16 @@ class Screen(pyte.Screen):
             self.buffer[y] = ScreenLine(dict.fromkeys(range(self.columns), Cell("E")))
 
     def tab(self) -> None:
+        """HT; in the pending-wrap state nothing moves (as xterm.js), as for CHT and CBT."""
         x = self.cursor.x
+        if x >= self.columns:
+            return
         stop = min((s for s in self.tabstops if s > x), default=self.columns - 1)
         self.cursor.x = min(stop, self.columns - 1)
 
     def back_tab(self, count: int = 0) -> None:
+        if self.cursor.x >= self.columns:
+            return
         for _ in range(count or 1):
             x = min(self.cursor.x, self.columns - 1)
             self.cursor.x = max((s for s in self.tabstops if s < x), default=0)
@@ -440,28 +493,23 @@ class Screen(pyte.Screen):
         """DECSC into the slot of the current buffer (xterm keeps one per buffer)."""
         c = self.cursor
         self.saved[self.alt_active] = SavedSlot(
-            min(c.x, self.columns - 1),
+            c.x,  # may be the pending-wrap column, as xterm.js keeps it (DECRC clamps)
             c.y,
             c.attrs,
             self.charsets,
-            DECOM in self.mode,
         )
 
     def restore_cursor(self) -> None:
         """DECRC: exact position (clamped into the margins only in origin mode, not
-        always as pyte did); visibility untouched."""
+        always as pyte did); visibility and, as in xterm.js, origin mode untouched."""
         saved = self.saved[self.alt_active]
         if saved is None:
-            saved = SavedSlot(0, 0, BLANK, Charsets(), False)
-        if saved.origin:
-            self.mode.add(DECOM)
-        else:
-            self.mode.discard(DECOM)
+            saved = SavedSlot(0, 0, BLANK, Charsets())
         self.set_charsets(saved.charsets)
         self.cursor.attrs = saved.attrs
-        self.cursor.x = min(saved.x, self.columns - 1)
-        self.cursor.y = min(saved.y, self.lines - 1)
-        if saved.origin:  # as xterm: in origin mode the cursor stays in the region
+        self.cursor.x = min(saved.x, self.columns - 1)  # the pending wrap is not restored
+        self.cursor.y = max(0, min(saved.y, self.lines - 1))
+        if DECOM in self.mode:  # in origin mode the cursor stays in the region
             top, bottom = self._region()
             self.cursor.y = max(top, min(self.cursor.y, bottom))
 
@@ -520,7 +568,6 @@ class Screen(pyte.Screen):
                 self.cursor_position()
             elif m == 7:
                 (self.mode.add if on else self.mode.discard)(DECAWM)
-                self.cursor.x = min(self.cursor.x, self.columns - (0 if on else 1))
             elif m == 25:
                 (self.mode.add if on else self.mode.discard)(_DECTCEM)
                 self.cursor.hidden = not on
@@ -538,15 +585,25 @@ class Screen(pyte.Screen):
         if mode == 1049:
             self.save_cursor()
         self.main_buffer = self.buffer
+        self.main_y = self.cursor.y
         self.buffer = new_buffer()
+        self.fill_blank(range(self.lines))  # as xterm.js fills the new alternate screen
+        self._swap_layout()
 
     def _leave_alt(self, mode: int) -> None:
         if self.main_buffer is not None:
             self.buffer = self.main_buffer
             self.main_buffer = None
             self.saved[1] = None  # the alternate screen is gone, its DECSC slot too
+            self._swap_layout()
         if mode == 1049:  # restores even if not in the alt screen, like xterm
             self.restore_cursor()
+
+    def _swap_layout(self) -> None:
+        """The other buffer's region and tab stops in use, this one's kept."""
+        other = self.other_layout or Layout(None, default_tabstops(self.columns))
+        self.other_layout = Layout(self.margins, self.tabstops)
+        self.margins, self.tabstops = other
 
     # -- size ----------------------------------------------------------------
 
@@ -564,16 +621,19 @@ class Screen(pyte.Screen):
             self.cursor.y += shift
             self._shift_saved(int(active), shift)
             if self.main_buffer is not None:
-                anchor = self.saved[0].y if self.saved[0] else old_lines - 1
-                shift = resize.rows(self.main_buffer, self.scrollback, old_lines, lines, anchor)
+                shift = resize.rows(
+                    self.main_buffer, self.scrollback, old_lines, lines, self.main_y
+                )
+                self.main_y = max(0, min(self.main_y + shift, lines - 1))
                 self._shift_saved(0, shift)
         if columns < old_cols:
             for buffer in (self.buffer, self.main_buffer):
                 for line in (buffer or {}).values():
                     grid.cut(line, columns)
-        else:
-            self.tabstops.update(x for x in range(8, columns, 8) if x >= old_cols)
-        self.tabstops = {x for x in self.tabstops if x < columns}
+        widen_tabstops(self.tabstops, columns)
+        if self.other_layout is not None:
+            widen_tabstops(self.other_layout.tabstops, columns)
+            self.other_layout = Layout(None, self.other_layout.tabstops)
         self.lines, self.columns = lines, columns
         self.margins = None
         self.cursor.x = min(self.cursor.x, columns - 1)
@@ -584,8 +644,8 @@ class Screen(pyte.Screen):
     def _shift_saved(self, slot: int, shift: int) -> None:
         saved = self.saved[slot]
         if saved is not None:
-            y = max(0, min(saved.y + shift, self.lines - 1))
-            self.saved[slot] = saved._replace(x=min(saved.x, self.columns - 1), y=y)
+            y = min(saved.y + shift, self.lines - 1)  # above the top: see `history_grows`
+            self.saved[slot] = saved._replace(x=min(saved.x, self.columns), y=y)
 
     # -- SGR -----------------------------------------------------------------
 
@@ -615,5 +675,17 @@ class Screen(pyte.Screen):
         self.apply_sgr(";".join(map(str, attrs)))
 
 
+def widen_tabstops(stops: set[int], columns: int) -> None:
+    """After a resize to ``columns``, as xterm.js: stops every 8 columns from the last
+    one left of the new edge to it; none is removed (those past the edge are back when
+    it widens again)."""
+    start = columns
+    if start not in stops:
+        start = max((x for x in stops if x < columns), default=0)
+    stops.update(range(start, columns, 8))
+
+
 def default_tabstops(cols: int) -> set[int]:
-    return set(range(8, cols, 8))
+    """Every 8 columns from the first, as xterm.js sets them (the one at 0 changes
+    nothing a tab does, but a resize counts from it)."""
+    return set(range(0, cols, 8))

@@ -1,6 +1,7 @@
 """Select Graphic Rendition: SGR parameters applied to a pen (a `Cell` of style).
 
-Colon sub-parameters (``38:2::r:g:b``, ``4:3``) are read as well as semicolons;
+Colon sub-parameters (``38:2::r:g:b``, ``4:3``) are read as well as semicolons, as
+xterm.js reads them;
 256-colour indices are kept apart from truecolor.
 """
 
@@ -33,15 +34,16 @@ def int_params(params: str) -> tuple[int, ...]:
 
 
 def _colour_from_subparams(sub: list[str]) -> str | None:
-    """``5:n`` or ``2:[colourspace:]r:g:b`` (the colon forms of 38/48)."""
+    """``5:n`` or ``2:colourspace:r:g:b`` (the colon forms of 38/48), read as xterm.js
+    reads them, the page's terminal: after ``2`` the first value is always the colour
+    space, so ``2:r:g:b`` is green, blue and 0 for red, green, blue; a missing value is 0."""
     if not sub:
         return None
-    if sub[0] == "5" and len(sub) >= 2:
-        index = _num(sub[1])
+    if sub[0] == "5":
+        index = _num(sub[1]) if len(sub) >= 2 else 0
         return str(index) if 0 <= index <= 255 else None
     if sub[0] == "2":
-        rgb = sub[2:5] if len(sub) >= 5 else sub[1:4]
-        return _rgb([_num(c) for c in rgb])
+        return _rgb([_num(c) for c in [*sub[2:5], "", "", ""][:3]])
     return None
 
 

@@ -160,11 +160,17 @@ def _is_wide(data: str) -> bool:
     return bool(data) and char_width(data[0]) == 2
 
 
+@lru_cache(maxsize=1024)
+def _is_lone_mark(data: str) -> bool:
+    """A zero-width character in a cell of its own (one that followed a sequence)."""
+    return bool(data) and char_width(data[0]) == 0
+
+
 @dataclass(frozen=True, slots=True)
 class SavedCursor:
     """A DECSC slot: 0-based position and the pen at save time."""
 
-    x: int
+    x: int  # may equal the width: saved in the pending-wrap state
     y: int
     attrs: Cell
     charsets: Charsets = field(default_factory=Charsets)
@@ -198,6 +204,13 @@ class ScreenState:
     cursor_style: int = 0
     charsets: Charsets = field(default_factory=Charsets)
     tabstops: frozenset[int] | None = None  # None = the default, every 8 columns
+    main_margins: tuple[int, int] | None = None
+    """The main screen's region and tab stops while the alternate one shows (xterm.js
+    keeps them per buffer)."""
+    main_tabstops: frozenset[int] | None = None
+    last_graphic: str = ""
+    """The character just printed, with no control or sequence since: what REP repeats
+    and a combining mark joins (xterm.js forgets it at any sequence)."""
 
 
 PROLOGUE = (
@@ -272,7 +285,9 @@ class _Writer:
                 self.goto(row, x)
                 row = None
                 resync = False
-            elif resync:
+            elif resync or _is_lone_mark(cell.data):
+                # A mark that had a cell of its own must not join the character
+                # printed before it: a sequence between them keeps them apart.
                 out.append(f"{CSI}{x + 1}G")
                 resync = False
             elif gap:
@@ -367,40 +382,66 @@ def _screen_line(w: _Writer, line: Line, cols: int, row: int) -> None:
 
 
 def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
-    """Place the cursor, re-arming a pending wrap by rewriting the last cell(s)."""
-    cols = state.cols
-    y = state.cursor_y
+    """Place the cursor, re-arming a pending wrap by rewriting the last cell(s)
+    (autowrap is on here; it is turned off after, if it was, keeping the state)."""
     top = state.margins[0] if state.origin_mode and state.margins else 0
-    if state.cursor_x >= cols and state.auto_wrap:
-        line = lines[y]
-        last = line[cols - 1]
-        if last.data == "" and cols >= 2 and _is_wide(line[cols - 2].data):
-            w.goto(y - top, cols - 2)
-            w.pen(line[cols - 2])
-            w.out.append(line[cols - 2].data)
-        else:
-            w.goto(y - top, cols - 1)
-            w.pen(last)
-            w.out.append(last.data if last.data and not _is_wide(last.data) else " ")
+    _place(w, state.cols, lines[state.cursor_y], state.cursor_y - top, state.cursor_x)
+
+
+def _place(w: _Writer, cols: int, line: Line, y: int, x: int) -> None:
+    """Put the cursor at row ``y`` (as CUP counts it) and column ``x``; ``x == cols``
+    is the pending-wrap state, re-armed by rewriting the row's last cell(s) as they
+    are (the pen is left at that cell's)."""
+    if x < cols:
+        w.goto(y, x)
+        return
+    last = line[cols - 1]
+    if last.data == "" and cols >= 2 and _is_wide(line[cols - 2].data):
+        w.goto(y, cols - 2)
+        w.pen(line[cols - 2])
+        w.out.append(line[cols - 2].data)
     else:
-        w.goto(y - top, min(state.cursor_x, cols - 1))
+        w.goto(y, cols - 1)
+        w.pen(last)
+        w.out.append(last.data if last.data and not _is_wide(last.data) else " ")
 
 
 DECSC = ESC + "7"
 
 
-def _saved_cursor(w: _Writer, saved: SavedCursor | None, save: str = DECSC) -> None:
+def _saved_cursor(
+    w: _Writer, saved: SavedCursor | None, lines: Sequence[Line], cols: int, save: str = DECSC
+) -> None:
     """Have ``save`` (DECSC, or ``?1049h``, which saves the cursor too) keep ``saved``,
     leaving the character sets as they were (`charsets.RESET`: text is still to be
-    drawn)."""
+    drawn). A cursor saved in the pending-wrap state is saved in it again (``lines``:
+    the screen it was saved on, whose last cell re-arms it)."""
     if saved is None:
         if save != DECSC:
             w.out.append(save)
         return
-    w.goto(saved.y, saved.x)
+    _place(w, cols, lines[saved.y], saved.y, saved.x)
     w.pen(saved.attrs)
     sets = saved.charsets.replay()
     w.out.append(sets + save + (RESET_CHARSETS if sets else ""))
+
+
+def _layout(
+    w: _Writer,
+    margins: tuple[int, int] | None,
+    tabstops: frozenset[int] | None,
+    cols: int,
+    rows: int,
+) -> None:
+    """The buffer's tab stops (None: the default ones) and scrolling region."""
+    if tabstops is not None:
+        w.out.append(CSI + "3g")
+        for stop in sorted(tabstops):
+            if stop < cols:
+                w.goto(0, stop)
+                w.out.append(ESC + "H")
+    if margins is not None and margins != (0, rows - 1):
+        w.out.append(f"{CSI}{margins[0] + 1};{margins[1] + 1}r")
 
 
 def _mode(number: int, on: bool, private: bool = True) -> str:
@@ -435,27 +476,20 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append(f"{ESC}]2;{state.title}{ST}")
 
     if state.alt is not None:
+        _layout(w, state.main_margins, state.main_tabstops, cols, rows)
         # ?1049h saves the cursor: put the one the program saved on entry there.
-        _saved_cursor(w, state.saved_main, save=CSI + "?1049h")
+        _saved_cursor(w, state.saved_main, state.main, cols, save=CSI + "?1049h")
         w.reset_pen()  # the erase below must not paint a background
         out.append(CSI + "H" + CSI + "2J")
         for y in range(rows):
             _screen_line(w, state.alt[y], cols, y)
-        _saved_cursor(w, state.saved_alt)
+        _saved_cursor(w, state.saved_alt, state.alt, cols)
         lines = state.alt
     else:
-        _saved_cursor(w, state.saved_main)
+        _saved_cursor(w, state.saved_main, state.main, cols)
         lines = state.main
 
-    if state.tabstops is not None:
-        out.append(CSI + "3g")
-        for stop in sorted(state.tabstops):
-            if stop < cols:
-                w.goto(0, stop)
-                out.append(ESC + "H")
-
-    if state.margins is not None and state.margins != (0, rows - 1):
-        out.append(f"{CSI}{state.margins[0] + 1};{state.margins[1] + 1}r")
+    _layout(w, state.margins, state.tabstops, cols, rows)
     out.append(_mode(6, state.origin_mode))
     out.append(_mode(5, state.reverse_video))
     out.append(state.input_modes.replay())
@@ -473,4 +507,35 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append(_mode(20, True, private=False))
     out.append(state.charsets.replay())
     w.pen(state.pen)
+    _print_last_again(w, state, lines)
     return "".join(out)
+
+
+def _print_last_again(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
+    """End with the character the program printed last, printed again where it is, so
+    that a REP or a combining mark that comes next acts on it as it would have live
+    (xterm.js forgets that character at any sequence, and the snapshot is sequences).
+    Only where printing it changes nothing else: the pen, the character set and
+    insert mode must draw it as it is."""
+    cols, x, y = state.cols, state.cursor_x, state.cursor_y
+    if not state.last_graphic or state.insert_mode:
+        return
+    line = lines[y]
+    at = min(x, cols) - 1
+    if at > 0 and line[at].data == "" and _is_wide(line[at - 1].data):
+        at -= 1
+    if at < 0:
+        return
+    cell = line[at]
+    table = state.charsets.table
+    if (
+        not cell.data
+        or cell.data[0] != state.last_graphic
+        or cell[1:] != state.pen[1:]
+        or (table is not None and cell.data.translate(table) != cell.data)
+        or at + (2 if _is_wide(cell.data) else 1) != min(x, cols)
+    ):
+        return
+    top = state.margins[0] if state.origin_mode and state.margins else 0
+    w.goto(y - top, at)
+    w.out.append(cell.data)
