@@ -47,7 +47,8 @@ def _signal_text(text: str) -> str:
 def _small_int(text: str) -> int | None:
     text = text.strip()
     digits = text[1:] if text[:1] == "-" else text
-    if not digits.isdigit() or len(digits) > 9:
+    # ASCII only: str.isdigit() takes superscripts ("²"), which int() refuses.
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 9:
         return None
     return int(text)
 
