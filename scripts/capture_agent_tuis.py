@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from tests.agents.clis.fake_model import FakeModelServer, Reply  # noqa: E402
 from tests.agents.clis.installed import AGENTS, agent_command  # noqa: E402
 from tests.agents.clis.offline import AgentTui, offline_env  # noqa: E402
-from tests.agents.clis.ready import PROMPT_SHOWN  # noqa: E402
+from tests.agents.clis.ready import DIALOG_SETTLE, PROMPT_SHOWN, STARTUP_DIALOGS  # noqa: E402
 from tests.agents.clis.scenarios import ENTER, KEYS  # noqa: E402
 
 OUT = ROOT / "tests" / "terminal" / "captured" / "agents"
@@ -38,6 +38,10 @@ async def capture(agent: str, where: Path) -> bytes:
     async with FakeModelServer() as server:
         env, extra = offline_env(agent, home, project, server.base_url)
         async with AgentTui(agent_command(agent) + extra, env=env, cwd=project) as tui:
+            for dialog, key in STARTUP_DIALOGS.get(agent, ()):  # Copilot's folder trust
+                await tui.wait_for(dialog, wait=60, what=f"{agent}'s {dialog!r}")
+                await asyncio.sleep(DIALOG_SETTLE)
+                tui.write(key)
             await tui.wait_for(PROMPT_SHOWN[agent], wait=60, what=f"{agent} ready")
             server.script(Reply.text(f"Fake answer PONG-{agent}, with 界面 and ✓ in it"))
             tui.write("Say the magic word")

@@ -36,6 +36,10 @@ KNOWN_XTERM_FAULTS: dict[str, str] = {
     "\u200d": "a zero-width joiner at a write boundary: xterm.js 6.0.0 with the Unicode 11 "
     "widths drops it when the emoji before it came in an earlier write, so what it draws "
     "depends on where the program's output was cut",
+    "\x1b[23;0t": "xterm.js 6.0.0 keeps no title stack (CSI 22 t and 23 t do nothing): after a "
+    "program pops the title it pushed (Copilot CLI at exit), xterm shows the title from "
+    "before the push, xterm.js the last one set; the headless terminal follows xterm, so "
+    "the title of a stream that pops one is not compared",
 }
 """Where xterm.js draws a stream otherwise than a real terminal (xterm, tmux), the
 headless terminal follows the real one; each such sequence is left out of the
@@ -144,7 +148,15 @@ def run(xterm: XtermDriver, case: Case) -> Comparison:
     """The live view and the cold attach of ``case``, compared."""
     live = xterm.draw(case.cols, case.rows, case.steps)
     cols, rows, steps = snapshot_steps(case)
-    return compare(live, xterm.draw(cols, rows, steps))
+    cold = xterm.draw(cols, rows, steps)
+    written = b"".join(step[1] for step in case.steps if step[0] == "write")
+    if any(pop in written for pop in TITLE_POPS):  # see KNOWN_XTERM_FAULTS
+        for drawn in (live, cold):
+            drawn["state"].pop("title", None)
+    return compare(live, cold)
+
+
+TITLE_POPS = (b"\x1b[23;", b"\x1b[23t")
 
 
 def check(xterm: XtermDriver, case: Case) -> None:
