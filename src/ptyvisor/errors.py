@@ -1,7 +1,6 @@
 """Every exception ptyvisor raises, under one root, split by whose fault it is.
 
-::
-
+```text
     PtyvisorError
     ├── PeerError             what another party sent is wrong: refused as a value at its
     │   │                     boundary (a typed error, a counter), never past it
@@ -38,6 +37,7 @@
         │                         ConnectionError): what ssh or dial-stdio said
         └── BadContext            no context of that name, or a name or URL that
                                   cannot be one (also a ValueError)
+```
 
 A script catches `ClientError` (or one of its kinds) from here alone. The server turns
 `Refused` and `PeerError` into wire error codes at one place (server.connection); a
