@@ -472,10 +472,12 @@ def test_codex_rollout_watcher_ends_with_codex_and_writes_nothing_after(tmp_path
 
 
 def run_hook(
-    agent: str, event: dict[str, Any], env: dict[str, str]
+    agent: str, event: dict[str, Any], env: dict[str, str], *named: str
 ) -> subprocess.CompletedProcess[bytes]:
+    """The hook as ``python -m`` (what older sessions run); ``named``: the event on
+    the command line, as Copilot's plugin passes it."""
     return subprocess.run(
-        [sys.executable, "-m", "ptyvisor.agents.hooks", agent],
+        [sys.executable, "-m", "ptyvisor.agents.hooks", agent, *named],
         input=json.dumps(event).encode(),
         env=env,
         capture_output=True,
@@ -498,16 +500,22 @@ def read_frames(master: int, session: str, nonce: str) -> list[dict[str, Any]]:
     return [d for d in decoded if isinstance(d, dict)]
 
 
-def test_real_hook_process_writes_frames_and_stays_silent() -> None:
-    master, slave = os.openpty()
-    nonce = new_nonce()
+def session_env(slave: int, nonce: str) -> dict[str, str]:
+    """This process's environment as a hook in session ``s1`` on ``slave`` gets it."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
-    env = {
+    return {
         **base,
         "PTYVISOR_SESSION": "s1",
         "PTYVISOR_NONCE": nonce,
         "PTYVISOR_TTY": os.ttyname(slave),
     }
+
+
+def test_real_hook_process_writes_frames_and_stays_silent() -> None:
+    master, slave = os.openpty()
+    nonce = new_nonce()
+    env = session_env(slave, nonce)
+    base = {k: v for k, v in env.items() if not k.startswith("PTYVISOR_")}
     event = claude("PermissionRequest", tool_name="Bash", tool_input={"command": "ls"})
     result = run_hook("claude-code", event, env)
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -47,6 +48,21 @@ PERMISSION = {
 }
 
 
+def serve_for_pi(
+    tmp_path: Path, home: Path, project: Path, model: FakeModelServer
+) -> tuple[dict[str, str], subprocess.Popen[bytes], str]:
+    """A real ``ptyvisor serve`` whose environment runs Pi offline against ``model``
+    (what an agent the MCP tools start gets): its environment, process and URL."""
+    env, _ = offline_env("pi", home, project, model.base_url)
+    env["PATH"] = os.pathsep.join(
+        [str(Path(sys.executable).parent), str(agent_bin_dir()), env["PATH"]]
+    )
+    env.update(PTYVISOR_STATE_DIR=str(tmp_path / "state"), PTYVISOR_TOKEN=TOKEN)
+    serve, _ = start_serve(["--port", "0"], env=env, stdout=tmp_path / "serve.out")
+    url = (tmp_path / "serve.out").read_text().split("serving on ", 1)[1].split()[0]
+    return env, serve, url
+
+
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
@@ -60,14 +76,8 @@ async def test_an_agent_driven_through_mcp(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     async with FakeModelServer() as model:
-        env, _ = offline_env("pi", tmp_path / "home", project, model.base_url)
-        env["PATH"] = os.pathsep.join(
-            [str(Path(sys.executable).parent), str(agent_bin_dir()), env["PATH"]]
-        )
-        env.update(PTYVISOR_STATE_DIR=str(tmp_path / "state"), PTYVISOR_TOKEN=TOKEN)
-        serve, _ = start_serve(["--port", "0"], env=env, stdout=tmp_path / "serve.out")
+        env, serve, url = serve_for_pi(tmp_path, tmp_path / "home", project, model)
         try:
-            url = (tmp_path / "serve.out").read_text().split("serving on ", 1)[1].split()[0]
             params = StdioServerParameters(
                 command=PTYVISOR_BIN, args=["mcp", "--url", url], env=env
             )
@@ -171,14 +181,8 @@ async def test_an_agent_drives_another_through_mcp(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
     async with FakeModelServer() as model:
-        env, _ = offline_env("pi", home, project, model.base_url)  # what the server runs
-        env["PATH"] = os.pathsep.join(
-            [str(Path(sys.executable).parent), str(agent_bin_dir()), env["PATH"]]
-        )
-        env.update(PTYVISOR_STATE_DIR=str(tmp_path / "state"), PTYVISOR_TOKEN=TOKEN)
-        serve, _ = start_serve(["--port", "0"], env=env, stdout=tmp_path / "serve.out")
+        env, serve, url = serve_for_pi(tmp_path, home, project, model)
         try:
-            url = (tmp_path / "serve.out").read_text().split("serving on ", 1)[1].split()[0]
             claude_env, claude_args = offline_env("claude-code", home, project, model.base_url)
             claude_env["PATH"] = env["PATH"]
             mcp_config = tmp_path / "mcp.json"

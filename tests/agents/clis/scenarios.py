@@ -131,6 +131,17 @@ QUESTION = "Which colour?"
 OPTIONS = ["Red", "Blue", "Green"]
 
 
+def answered_only_by_keys(answers: dict[str, list[str]]) -> Check:
+    """A check that a client's ``answers`` to the interaction are refused as
+    ``not_answerable``: no hook holds it, only keys in the terminal answer it."""
+
+    async def check(run: AgentRun, interaction: Interaction) -> None:
+        refused = await error_of(run, interaction.id, answers=answers)
+        assert refused.code == "not_answerable"
+
+    return check
+
+
 async def needs_input_now(run: AgentRun, _: Interaction) -> None:
     """The latest activity still waits for the approval."""
     assert run.changes[-1].activity.phase.value == "needs_input"

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.agents.interaction import Interaction
 from tests.agents.clis.fake_model import Reply, Request
 from tests.agents.clis.scenarios import (
     CTRL_C,
     ESC,
     Session,
-    error_of,
+    answered_only_by_keys,
     interrupted_by_esc,
     queued_message_reaches_model,
     session_end_to_end,
@@ -38,11 +37,6 @@ AGENT = "copilot"
 BUSY = "\u25ce Working"
 
 
-async def answered_only_by_keys(run: AgentRun, interaction: Interaction) -> None:
-    refused = await error_of(run, interaction.id, answers={"choice": ["Blue"]})
-    assert refused.code == "not_answerable"
-
-
 SESSION = Session(
     AGENT,
     tool="bash",
@@ -50,7 +44,7 @@ SESSION = Session(
     typed_only=True,
     question_tool="ask_user",
     question_title="Copilot has a question",
-    on_question=answered_only_by_keys,
+    on_question=answered_only_by_keys({"choice": ["Blue"]}),
     question_screen="Which colour?",
     picked="❯ Blue",
     chosen=lambda output: "Blue" in output,

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from ptyvisor.agents.interaction import Interaction
 from ptyvisor.config import Settings
 from tests.agents.clis.fake_model import Reply, Request
 from tests.agents.clis.scenarios import (
@@ -30,7 +29,7 @@ from tests.agents.clis.scenarios import (
     KEYS,
     Session,
     allow_then_deny,
-    error_of,
+    answered_only_by_keys,
     interrupted_by_esc,
     queued_message_reaches_model,
     session_end_to_end,
@@ -43,11 +42,6 @@ pytestmark = pytest.mark.anyio
 AGENT = "qwen-code"
 
 
-async def answered_only_by_keys(run: AgentRun, question: Interaction) -> None:
-    refused = await error_of(run, question.id, answers={"q0": ["Blue"]})
-    assert refused.code == "not_answerable"
-
-
 SESSION = Session(
     AGENT,
     tool="run_shell_command",
@@ -55,7 +49,7 @@ SESSION = Session(
     on_approval=None,
     typed_only=True,  # remote answers are off by default
     question_title="Qwen Code has a question",
-    on_question=answered_only_by_keys,
+    on_question=answered_only_by_keys({"q0": ["Blue"]}),
     question_screen="Pick Blue",
     picked="❯ 2. Blue",
     chosen=lambda output: "Blue" in output,

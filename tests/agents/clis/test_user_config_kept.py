@@ -88,6 +88,13 @@ USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
 }
 
 
+async def ran(marker: Path) -> None:
+    """Until the user's own hook has left its marker file."""
+    with anyio.fail_after(30):
+        while not marker.exists():  # noqa: ASYNC110, ASYNC240 - a local file: nothing to await
+            await anyio.sleep(0.1)
+
+
 @pytest.mark.parametrize("agent", sorted(USER_CONFIG))
 async def test_users_own_extension_still_runs(agent: str, tmp_path: Path) -> None:
     marker = tmp_path / "user-extension-ran"
@@ -95,9 +102,7 @@ async def test_users_own_extension_still_runs(agent: str, tmp_path: Path) -> Non
     before = {path: path.read_bytes() for path in user_files}
     async with FakeModelServer() as model, agent_session(agent, tmp_path, model) as run:
         await run.wait_phase("waiting", wait=90)  # ours reported Ready, and theirs ran:
-        with anyio.fail_after(30):
-            while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
-                await anyio.sleep(0.1)
+        await ran(marker)
         model.assert_no_unexpected()
     assert {path: path.read_bytes() for path in user_files} == before
 
@@ -116,9 +121,7 @@ async def test_users_own_codex_hooks_still_run(tmp_path: Path) -> None:
         await run.wait_screen("hello", wait=15)
         await run.type("\r")
         await run.wait_phase("working", wait=30)  # ours reported the prompt, and theirs ran:
-        with anyio.fail_after(30):
-            while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
-                await anyio.sleep(0.1)
+        await ran(marker)
         await run.wait_screen("hello back", wait=30)
         model.assert_no_unexpected()
     assert hooks.read_bytes() == before
@@ -136,9 +139,7 @@ async def test_users_own_copilot_hooks_still_run(tmp_path: Path) -> None:
     async with FakeModelServer() as model, agent_session("copilot", tmp_path, model) as run:
         model.script(Reply.text("hello back"))
         await prompt_at_ready(run, "copilot", "hello", ready_wait=60)
-        with anyio.fail_after(30):
-            while not marker.exists():  # noqa: ASYNC110 - a file: nothing to await
-                await anyio.sleep(0.1)
+        await ran(marker)
         await run.wait_screen("hello back", wait=30)
         model.assert_no_unexpected()
     assert hooks.read_bytes() == before

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from typing import Any
 
 from ptyvisor.agents.activity import FRAME_PAYLOAD
@@ -15,7 +13,7 @@ from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.hooks import copilot
 from ptyvisor.wire.frames import new_nonce
 
-from ..test_hooks import kinds, read_frames
+from ..test_hooks import kinds, read_frames, run_hook, session_env
 
 SESSION = "7c70be05-d2f2-46d2-a042-f558b1353317"
 
@@ -158,23 +156,9 @@ def test_the_real_hook_takes_the_event_from_its_command_line() -> None:
     """Copilot's payloads do not name their event: the plugin's command does."""
     master, slave = os.openpty()
     nonce = new_nonce()
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
-    env = {
-        **base,
-        "PTYVISOR_SESSION": "s1",
-        "PTYVISOR_NONCE": nonce,
-        "PTYVISOR_TTY": os.ttyname(slave),
-    }
     payload = event("ignored", prompt="hello")
     del payload["hook_event_name"]
-    result = subprocess.run(
-        [sys.executable, "-m", "ptyvisor.agents.hooks", "copilot", "userPromptSubmitted"],
-        input=json.dumps(payload).encode(),
-        env=env,
-        capture_output=True,
-        timeout=20,
-        check=False,
-    )
+    result = run_hook("copilot", payload, session_env(slave, nonce), "userPromptSubmitted")
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
     frames = read_frames(master, "s1", nonce)
     assert [f["type"] for f in frames] == ["interaction_cleared", "activity"]
