@@ -16,7 +16,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ptyvisor.agents.activity import STARTUP_QUIET_MS, UNCONFIRMED_SECONDS, Activity, ActivityPhase
+from ptyvisor.agents.activity import (
+    AWAY_BEFORE_TURN_MS,
+    STARTUP_QUIET_MS,
+    UNCONFIRMED_SECONDS,
+    Activity,
+    ActivityPhase,
+)
 from ptyvisor.client.client import Client
 
 from .conftest import screen_showing
@@ -132,6 +138,14 @@ async def step(client: Client, session_id: str, name: str) -> None:
     await screen_showing(client, session_id, f"{name} done")
 
 
+async def new_turn(client: Client, session_id: str) -> None:
+    """The line drawn as a new turn's: after the screen has shown it absent for
+    `AWAY_BEFORE_TURN_MS` (the step before was seen through, so that screen was the
+    server's before this pause began). A sooner return is a flicker, not a turn."""
+    await anyio.sleep(AWAY_BEFORE_TURN_MS / 1000)
+    await step(client, session_id, "busy")
+
+
 async def busy_codex(client: Client, tmp_path: Path) -> str:
     session = await client.spawn([], agent="codex", env=stand_in(tmp_path, "codex", BUSY_CODEX))
     await client.attach(session.id, answers_queries=False)
@@ -144,7 +158,7 @@ async def test_a_turn_shows_from_the_busy_line_and_the_hook_confirms_it(
 ) -> None:
     session_id = await busy_codex(client, tmp_path)
     entered = time.time()
-    await step(client, session_id, "busy")
+    await new_turn(client, session_id)
     guessed = await wait_phase(client, session_id, ActivityPhase.WORKING)
     assert guessed.source == "terminal" and guessed.since >= entered * 1000 - 5
     await step(client, session_id, "working")  # the hook, later
@@ -157,7 +171,7 @@ async def test_a_turn_shows_from_the_busy_line_and_the_hook_confirms_it(
     ended = await activity(client, session_id)
     assert (ended.phase, ended.source) == (ActivityPhase.WAITING, "extension")
     # The next turn's line is a new edge.
-    await step(client, session_id, "busy")
+    await new_turn(client, session_id)
     assert (await wait_phase(client, session_id, ActivityPhase.WORKING)).source == "terminal"
     await client.close(session_id)
 
@@ -166,7 +180,7 @@ async def test_a_line_the_hook_never_confirms_ends_once_it_has_stayed_away(
     client: Client, tmp_path: Path
 ) -> None:
     session_id = await busy_codex(client, tmp_path)
-    await step(client, session_id, "busy")
+    await new_turn(client, session_id)
     await wait_phase(client, session_id, ActivityPhase.WORKING)
     gone = time.time()
     await step(client, session_id, "idle")
@@ -182,7 +196,7 @@ async def test_a_turn_whose_line_went_before_the_hook_reported_is_one_turn(
     """A turn the provider fails at once: the line is gone before a slow hook reports
     the turn, which must still read working then failed, not waiting between."""
     session_id = await busy_codex(client, tmp_path)
-    await step(client, session_id, "busy")
+    await new_turn(client, session_id)
     guessed = await wait_phase(client, session_id, ActivityPhase.WORKING)
     await step(client, session_id, "idle")
     await step(client, session_id, "working")  # the hook, late
@@ -196,7 +210,7 @@ async def test_a_turn_whose_line_went_before_the_hook_reported_is_one_turn(
 
 async def test_the_line_of_a_turn_that_ended_starts_no_turn(client: Client, tmp_path: Path) -> None:
     session_id = await busy_codex(client, tmp_path)
-    await step(client, session_id, "busy")
+    await new_turn(client, session_id)
     await wait_phase(client, session_id, ActivityPhase.WORKING)
     await step(client, session_id, "working")
     await step(client, session_id, "waiting")  # the Stop hook, the line still drawn
@@ -204,7 +218,7 @@ async def test_the_line_of_a_turn_that_ended_starts_no_turn(client: Client, tmp_
     ended = await activity(client, session_id)
     assert (ended.phase, ended.source) == (ActivityPhase.WAITING, "extension")
     await step(client, session_id, "idle")
-    await step(client, session_id, "busy")  # the next turn
+    await new_turn(client, session_id)  # the next turn
     assert (await wait_phase(client, session_id, ActivityPhase.WORKING)).source == "terminal"
     await client.close(session_id)
 
@@ -216,7 +230,7 @@ async def test_a_message_queued_before_the_hook_reports_the_turn_is_kept(
     then the hook reports the turn's prompt: that prompt is this turn's, not a new one
     that would make the message stale."""
     session_id = await busy_codex(client, tmp_path)
-    await step(client, session_id, "busy")
+    await new_turn(client, session_id)
     await wait_phase(client, session_id, ActivityPhase.WORKING)
     await client.send_message(session_id, "and then run the tests")
     await step(client, session_id, "prompt")

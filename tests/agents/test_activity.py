@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from ptyvisor.agents.activity import (
+    AWAY_BEFORE_TURN_MS,
     FRAME_PAYLOAD,
     TOOL_RESULTS,
     UNCONFIRMED_SECONDS,
@@ -505,6 +506,23 @@ def test_a_turn_shows_from_the_busy_line_and_a_guess_ends_unconfirmed() -> None:
     assert rules.handle(Tick(2100 + gone_for - 1, 0, True)) == []
     assert kinds(rules.handle(Tick(2100 + gone_for, 0, True))) == ["Changed"]
     assert (rules.activity.phase, rules.activity.since) == (ActivityPhase.WAITING, 2100)
+
+
+def test_the_line_must_have_stayed_away_before_its_return_is_a_turn() -> None:
+    """A redraw caught half done (line erased, not yet drawn again) just after the Stop
+    hook reported is no new turn; the line back after a real pause is."""
+    rules = ActivityRules(1000, agent="codex")
+    rules.handle(ScreenShown(CODEX_PROMPT, 1100))
+    rules.handle(ScreenShown(CODEX_BUSY, 2000))
+    rules.handle(frame(type="activity", phase="working", at=2100, agent="codex"))
+    rules.handle(frame(type="activity", phase="waiting", at=3000, agent="codex"))
+    assert rules.handle(ScreenShown(CODEX_PROMPT, 3010)) == []  # mid-redraw
+    assert rules.handle(ScreenShown(CODEX_BUSY, 3010 + AWAY_BEFORE_TURN_MS - 1)) == []
+    assert (rules.activity.phase, rules.activity.source) == (ActivityPhase.WAITING, "extension")
+    assert rules.handle(ScreenShown(CODEX_PROMPT, 4000)) == []  # the turn's end drawn
+    began = rules.handle(ScreenShown(CODEX_BUSY, 4000 + AWAY_BEFORE_TURN_MS))
+    assert kinds(began) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.source) == (ActivityPhase.WORKING, "terminal")
 
 
 def test_the_extension_confirms_a_guessed_turn() -> None:

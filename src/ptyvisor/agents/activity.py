@@ -556,6 +556,11 @@ def _signal_name(number: int) -> str:
 UNCONFIRMED_SECONDS = 5.0
 """How long a guessed turn outlives its busy line while the extension says nothing:
 longer than a hook takes to start on a busy machine."""
+AWAY_BEFORE_TURN_MS = 500
+"""How long the busy line must have stayed off the screen, while ``waiting``, for its
+return to count as a turn: far longer than a TUI's redraw takes even on a busy
+machine, shorter than anyone reads a finished turn and types the next prompt. (A turn
+sent sooner still shows, from its hook's report.)"""
 
 
 class BusyLine:
@@ -571,10 +576,12 @@ class BusyLine:
     ``terminal``), and the extension confirms it when its report comes.
 
     The rules keep a wrong guess short and never let one stick:
-    - The line counts only while the session is ``waiting``, and only once a screen in
-      that same ``waiting`` has shown it absent. So the line of the turn that just
-      ended, still drawn when the Stop hook reports, never starts a turn. (The screen
-      that made the session Ready at start-up counts.)
+    - The line counts only while the session is ``waiting``, and only once screens in
+      that same ``waiting`` have shown it absent for `AWAY_BEFORE_TURN_MS`. So the
+      line of the turn that just ended, still drawn when the Stop hook reports, never
+      starts a turn, nor does that line flickering: on a busy machine the renderer
+      may catch a TUI's redraw half done, the line erased and not yet drawn again.
+      (The screen that made the session Ready at start-up counts.)
     - The extension's next report confirms the turn or overrides it. Its ``working``
       replaces the inferred one; the phase and ``since`` stay, the source changes.
     - Until then, the line staying away for `UNCONFIRMED_SECONDS` ends the guess, back
@@ -593,8 +600,9 @@ class BusyLine:
         self._pattern = re.compile(pattern)
         self._waiting: Activity | None = None
         """The ``waiting`` activity the screens below were seen in."""
-        self._seen_absent = False
-        """A screen in that ``waiting`` has shown no busy line (since the last one)."""
+        self._absent_since: int | None = None
+        """When the screens in that ``waiting`` began to show no busy line (None while
+        it shows)."""
         self.shown = False
         """Whether the line showed on the last screen looked at."""
 
@@ -609,19 +617,20 @@ class BusyLine:
         ``working`` from the terminal can only be this one)."""
         return activity.phase is ActivityPhase.WORKING and activity.source == "terminal"
 
-    def look(self, text: str, activity: Activity) -> bool | None:
-        """The visible rows joined by newlines: True when a turn has begun, False
-        when a guessed turn's line has gone (see `UNCONFIRMED_SECONDS`), None when
-        nothing follows from them."""
+    def look(self, text: str, activity: Activity, at: int) -> bool | None:
+        """The visible rows joined by newlines, shown at ``at``: True when a turn has
+        begun, False when a guessed turn's line has gone (see `UNCONFIRMED_SECONDS`),
+        None when nothing follows from them."""
         shown = self.shown = self._pattern.search(text) is not None
         if activity.phase is ActivityPhase.WAITING:
             if activity is not self._waiting:
-                self._waiting, self._seen_absent = activity, False
+                self._waiting, self._absent_since = activity, None
             if not shown:
-                self._seen_absent = True
+                if self._absent_since is None:
+                    self._absent_since = at
                 return None
-            began, self._seen_absent = self._seen_absent, False
-            return True if began else None
+            absent, self._absent_since = self._absent_since, None
+            return True if absent is not None and at - absent >= AWAY_BEFORE_TURN_MS else None
         if self.guessed(activity) and not shown:
             return False
         return None
@@ -934,7 +943,7 @@ class ActivityRules:
                 effects += self._become_ready(at)
         line = self._busy_line
         if line is not None and not self._starting():
-            began = line.look("\n".join(rows), self.activity)
+            began = line.look("\n".join(rows), self.activity, at)
             if began is False:
                 if self._busy_gone_at is None:
                     self._busy_gone_at = at
