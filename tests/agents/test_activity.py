@@ -477,6 +477,47 @@ def test_a_reported_ready_is_held_until_the_prompt_shows() -> None:
     assert rules.activity.source == "extension"
 
 
+def test_a_reported_ready_waits_for_the_prompt_drawn_after_it() -> None:
+    """A resumed Gemini CLI reports SessionStart as it swaps its drawn prompt for
+    "Resuming session..." (dropping keys): the prompt on a screen rendered from before
+    the report is not its Ready; the one drawn again is."""
+    gemini_prompt = [" >   Type your message or @path/to/file"]
+    rules = ActivityRules(1000, agent="gemini-cli")
+    rules.handle(ScreenShown(gemini_prompt, 1500, seq=100))
+    assert rules.handle(FrameApplied(report_waiting(2000), seq=180)) == []  # drawn since
+    assert rules.activity.phase is ActivityPhase.STARTING
+    assert rules.handle(ScreenShown(gemini_prompt, 2010, seq=150)) == []  # the renderer lags
+    assert rules.handle(ScreenShown(["Resuming session..."], 2020, seq=200)) == []
+    assert kinds(rules.handle(ScreenShown(gemini_prompt, 2500, seq=300))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.since) == (ActivityPhase.WAITING, 2500)
+
+    # The prompt on a screen rendered past the report: Ready at once.
+    rules = ActivityRules(1000, agent="gemini-cli")
+    rules.handle(ScreenShown(gemini_prompt, 1500, seq=200))
+    assert "Changed" in kinds(rules.handle(FrameApplied(report_waiting(2000), seq=200)))
+
+
+def test_a_resumed_gemini_is_ready_once_it_has_loaded_the_conversation() -> None:
+    """Its prompt, drawn before and after its SessionStart, is Ready only once
+    "Resuming session..." has come and gone (keys typed before it are dropped)."""
+    gemini_prompt = [" >   Type your message or @path/to/file"]
+    for resumed, args in ((True, []), (False, ["--resume=latest"]), (False, ["-r", "3"])):
+        rules = ActivityRules(1000, agent="gemini-cli", args=args, resumed=resumed)
+        rules.handle(ScreenShown(gemini_prompt, 1500, seq=100))
+        assert rules.handle(FrameApplied(report_waiting(2000), seq=100)) == []
+        assert rules.handle(ScreenShown(gemini_prompt, 2100, seq=300)) == []  # redrawn
+        assert rules.handle(ScreenShown(["Resuming session..."], 2200, seq=400)) == []
+        assert kinds(rules.handle(ScreenShown(gemini_prompt, 2300, seq=500))) == ["Changed"]
+    # Not resumed: the prompt drawn before its report is Ready.
+    rules = ActivityRules(1000, agent="gemini-cli", args=["--model", "x"])
+    rules.handle(ScreenShown(gemini_prompt, 1500, seq=100))
+    assert "Changed" in kinds(rules.handle(FrameApplied(report_waiting(2000), seq=100)))
+
+
+def report_waiting(at: int) -> Any:
+    return FRAME_PAYLOAD.validate_python({"type": "activity", "phase": "waiting", "at": at})
+
+
 def test_an_agent_that_cannot_report_ready_is_ready_when_its_prompt_shows() -> None:
     rules = ActivityRules(1000, agent="codex")
     assert rules.wants_ticks()  # start-up quiet may end it too

@@ -724,8 +724,8 @@ def test_attach_ends_with_the_program_exit_status(setup: Setup) -> None:
     term = setup.term("attach", session)
     term.attached()
     term.write(b"now\r")
-    assert term.wait() == 5
-    assert b"bye:now" in term.output
+    assert term.wait() == 5, term.output[-3000:]
+    assert b"bye:now" in term.output, term.output[-3000:]
 
     # Attaching to a program that has already exited shows its screen and its status.
     again = setup.term("attach", session)

@@ -147,20 +147,23 @@ async def test_terminal_signals_reach_their_listener_and_a_failing_one_costs_onl
 
 async def test_the_screen_goes_to_its_watcher_while_watched_and_a_failing_one_is_dropped() -> None:
     log = OutputLog(1 << 16)
-    seen: list[list[str]] = []
+    seen: list[tuple[list[str], int]] = []
     watching = False
-    renderer = make(log, on_screen=seen.append, watch_screen=lambda: watching)
+    renderer = make(
+        log, on_screen=lambda rows, seq: seen.append((rows, seq)), watch_screen=lambda: watching
+    )
     log.append(b"one")
     await renderer.snapshot(log.end_seq)
     assert seen == []
     watching = True
     log.append(b" two")
     await renderer.snapshot(log.end_seq)
-    assert seen and seen[-1][0].rstrip() == "one two"
+    assert seen and seen[-1][0][0].rstrip() == "one two"
+    assert seen[-1][1] == log.end_seq  # rendered that far
 
     calls = 0
 
-    def broken(rows: list[str]) -> None:
+    def broken(rows: list[str], seq: int) -> None:
         nonlocal calls
         calls += 1
         raise RuntimeError("a bug in the watcher")

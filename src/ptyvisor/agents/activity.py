@@ -61,7 +61,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ptyvisor.agents.failures import failure_reason
 from ptyvisor.agents.interaction import Interaction
-from ptyvisor.agents.launch import BUSY_SCREEN, READY_SCREEN, REPORTS_STARTUP, STARTUP_DIALOG
+from ptyvisor.agents.launch import (
+    BUSY_SCREEN,
+    READY_SCREEN,
+    REPORTS_STARTUP,
+    STARTUP_DIALOG,
+    resuming_screen,
+)
 from ptyvisor.wire.untrusted import native_id_problem
 
 if TYPE_CHECKING:  # the terminal (and pyte) is the server's, not every client's
@@ -655,6 +661,9 @@ class FrameApplied:
     """An authentic frame's payload (its ``at`` no later than now)."""
 
     payload: FramePayload
+    seq: int | None = None
+    """Where the program's output stood after the read that carried it (None: unknown,
+    so any screen counts as drawn after it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,6 +672,8 @@ class ScreenShown:
 
     rows: Sequence[str]
     at: int
+    seq: int | None = None
+    """The output seq the rows were rendered up to (None: all of it so far)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -789,13 +800,26 @@ class ActivityRules:
     agent's kind, and which frames end held requests and the queued message.
     """
 
-    def __init__(self, now_ms: int, *, agent: str | None = None) -> None:
+    def __init__(
+        self,
+        now_ms: int,
+        *,
+        agent: str | None = None,
+        args: Sequence[str] = (),
+        resumed: bool = False,
+    ) -> None:
+        """``args``: the user's own arguments to the agent; ``resumed``: ptyvisor
+        started it to continue a conversation (either resumes, `RESUMING_SCREEN`)."""
         self.agent = agent
         self.tracker = ActivityTracker(now_ms, agent=agent)
         name = agent or ""
         pattern = READY_SCREEN.get(name)
         self._ready_screen = re.compile(pattern) if pattern else None
         """The agent's input prompt on screen, watched for while ``starting``."""
+        resuming = resuming_screen(agent, args, resumed=resumed) if pattern else None
+        self._resuming = re.compile(resuming) if resuming else None
+        """What the agent draws while it loads the conversation it resumes: until a
+        screen has shown it, its prompt is not its Ready."""
         dialog = STARTUP_DIALOG.get(name)
         self._startup_dialog = re.compile(dialog) if dialog else None
         self._in_dialog = False
@@ -812,9 +836,15 @@ class ActivityRules:
         the guess ends unless the extension confirmed it)."""
         self._drawn = False
         """The start-up has drawn some text: from then on quiet may mean Ready."""
-        self._prompt_seen = False
+        self._prompt_shows = False
+        """The last screen looked at during start-up showed the prompt."""
+        self._screen_seq: int | None = None
+        """The output seq that screen was rendered up to (None: all of it)."""
         self._startup_report: ActivityReport | None = None
         """The extension's start-up Ready, held until the prompt shows (`_holds_ready`)."""
+        self._report_seq: int | None = None
+        """Where the output stood at that report: the prompt must show on a screen
+        rendered at least this far."""
         self._queued_at = 0
 
     @property
@@ -824,10 +854,10 @@ class ActivityRules:
     def handle(self, event: Event) -> list[Effect]:
         """Apply ``event``; what the session must do about it."""
         match event:
-            case FrameApplied(payload=payload):
-                return self._frame(payload)
-            case ScreenShown(rows=rows, at=at):
-                return self._screen(rows, at)
+            case FrameApplied(payload=payload, seq=seq):
+                return self._frame(payload, seq)
+            case ScreenShown(rows=rows, at=at, seq=seq):
+                return self._screen(rows, at, seq)
             case Tick():
                 return self._tick(event)
             case KeyTyped(data=data, at=at):
@@ -865,13 +895,13 @@ class ActivityRules:
 
     # ------------------------------------------------------------------ frames
 
-    def _frame(self, payload: FramePayload) -> list[Effect]:
+    def _frame(self, payload: FramePayload, seq: int | None) -> list[Effect]:
         effects: list[Effect] = []
         native = payload.native_session_id if isinstance(payload, ActivityReport) else None
         if native is not None and native_id_problem(self.agent, native) is not None:
             effects.append(IdRefused())
             payload = payload.model_copy(update={"native_session_id": None})
-        if self._holds_ready(payload):
+        if self._holds_ready(payload, seq):
             return effects
         withdraws, ends_turn = frame_ends(payload)
         if self.tracker.stale(payload):
@@ -898,19 +928,30 @@ class ActivityRules:
             and activity.since <= self._queued_at
         )
 
-    def _holds_ready(self, payload: FramePayload) -> bool:
+    def _holds_ready(self, payload: FramePayload, seq: int | None) -> bool:
         """Whether ``payload`` is an extension's start-up Ready to hold back until the
-        agent's prompt shows (`READY_SCREEN`): Qwen Code reports it before it reads keys."""
+        agent's prompt shows (`READY_SCREEN`) on a screen drawn since (`_covers`).
+
+        Qwen Code reports it before it reads keys. A resumed Gemini CLI reports it as it
+        replaces the prompt it has drawn with "Resuming session..." while it loads the
+        conversation, dropping every key meanwhile; the prompt it draws again is its
+        Ready."""
         if (
             self._ready_screen is None
-            or self._prompt_seen
             or not isinstance(payload, ActivityReport)
             or payload.phase != "waiting"
             or self.activity.phase is not ActivityPhase.STARTING
+            or (self._prompt_shows and self._covers(self._screen_seq, seq) and not self._resuming)
         ):
             return False
-        self._startup_report = payload
+        self._startup_report, self._report_seq = payload, seq
         return True
+
+    @staticmethod
+    def _covers(screen: int | None, report: int | None) -> bool:
+        """Whether a screen rendered up to ``screen`` was drawn after a report made at
+        ``report`` (either unknown: it was)."""
+        return screen is None or report is None or screen >= report
 
     # ------------------------------------------------------------------ start-up
 
@@ -925,7 +966,7 @@ class ActivityRules:
             return []
         return _changed(self.tracker.apply(report.model_copy(update={"at": max(report.at, at)})))
 
-    def _screen(self, rows: Sequence[str], at: int) -> list[Effect]:
+    def _screen(self, rows: Sequence[str], at: int, seq: int | None) -> list[Effect]:
         """The screen: during start-up, Ready the moment the agent's input prompt shows
         (a drawn prompt is the best evidence of taking keys these agents give: each
         reads keys from that first frame on); then the busy line. The screen that
@@ -936,10 +977,13 @@ class ActivityRules:
             shown = "\n".join(rows)
             asked = self._startup_dialog.search(shown) if self._startup_dialog else None
             self._in_dialog = asked is not None
+            self._prompt_shows = asked is None and self._ready_screen.search(shown) is not None
+            self._screen_seq = seq
+            if self._resuming is not None and self._resuming.search(shown) is not None:
+                self._resuming = None  # loading it: the prompt drawn next is Ready
             if asked is not None:
                 effects += _changed(self.tracker.startup_dialog(asked.group(0), at))
-            elif self._ready_screen.search(shown) is not None:
-                self._prompt_seen = True
+            elif self._prompt_shows and self._covers(seq, self._report_seq) and not self._resuming:
                 effects += self._become_ready(at)
         line = self._busy_line
         if line is not None and not self._starting():

@@ -190,6 +190,26 @@ its reason; neither start-up quiet nor a keystroke makes it Ready (keys typed th
 would answer the dialog, not type a prompt): its prompt does, drawn after it."""
 
 
+RESUMING_SCREEN: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gemini-cli": (r"Resuming session\.\.\.", ("--resume", "-r")),
+}
+"""What an agent started to continue a conversation draws while it loads it, dropping
+every key, and the options that start it so: searched like `READY_SCREEN`. Gemini CLI
+0.61, resumed, fires SessionStart with its prompt drawn, then clears the screen, draws
+the conversation and swaps the prompt for "Resuming session..." until the chat is
+loaded (measured here: the report 0.58 s after start, that line 0.12 s later, a key
+typed at the report lost). So a resumed session's Ready is the prompt drawn after that
+line (or, if no screen caught it, start-up quiet)."""
+
+
+def resuming_screen(agent: str | None, args: Sequence[str], *, resumed: bool) -> str | None:
+    """`RESUMING_SCREEN`'s pattern for a session ``resumed`` by ptyvisor (`resume_args`),
+    or whose user's own ``args`` resume a conversation."""
+    pattern, options = RESUMING_SCREEN.get(agent or "", ("", ()))
+    resumes = resumed or any(arg.split("=", 1)[0] in options for arg in args)
+    return pattern if resumes else None
+
+
 BUSY_SCREEN: dict[str, str] = {
     # The status line over the composer: "• Working (0s • esc to interrupt)"; its
     # header changes ("Working", a reasoning summary), the hint does not.

@@ -24,7 +24,7 @@ signals of a flood's skipped part are lost, which inferred activity can afford.
 While someone watches the screen (``watch_screen`` says so: an agent's start-up until
 its input prompt shows, its ``waiting`` for its busy line), each batch also hands the
 visible rows to ``on_screen``, taken in the same worker thread call and passed on the
-event loop.
+event loop with the seq they were rendered up to.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Renderer:
         on_reply: Callable[[bytes], None] | None = None,
         on_signals: Callable[[list[TerminalSignal]], None] | None = None,
         reader_busy: Callable[[], bool] = lambda: False,
-        on_screen: Callable[[list[str]], None] | None = None,
+        on_screen: Callable[[list[str], int], None] | None = None,
         watch_screen: Callable[[], bool] = lambda: False,
     ) -> None:
         self._log = log
@@ -179,7 +179,7 @@ class Renderer:
                 log.exception("applying terminal signals failed; dropped")
         if display is not None and self._on_screen is not None:
             try:
-                self._on_screen(display)
+                self._on_screen(display, self.rendered_seq)
             except Exception:  # a guess from the screen is not worth the session
                 log.exception("watching the screen failed; not watching any more")
                 self._on_screen = None

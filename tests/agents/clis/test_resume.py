@@ -95,6 +95,17 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+async def phase_is(run: AgentRun, phase: str, *, wait: float = 30) -> None:
+    """Wait until the session's state is ``phase`` (however long before now it got
+    there: an attach brings no event for the activity as it stands)."""
+    with anyio.fail_after(wait):
+        while True:
+            listed = {s.id: s for s in await run.client.list()}
+            if listed[run.session_id].activity.phase.value == phase:
+                return
+            await anyio.sleep(0.05)
+
+
 @asynccontextmanager
 async def watched(
     url: str, session_id: str, model: FakeModelServer, project: Path
@@ -157,6 +168,9 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             async with watched(second.url, new, model, project) as run:
                 await answer_startup_dialogs(run, agent)
                 await run.wait_screen(RESUMED[agent], wait=60)
+                # Drawn is not yet Ready: a resumed Gemini CLI draws its prompt, then
+                # loads the conversation, dropping keys (launch.RESUMING_SCREEN).
+                await phase_is(run, "waiting")
                 model.script(Reply.text("The word was PAPAYA-7 SECOND-DONE"))
                 since = len(model.requests)
                 await run.submit(SECOND)

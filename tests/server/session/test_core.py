@@ -42,14 +42,14 @@ def core(agent: str | None = None, withdraw: Withdrawals | None = None) -> Sessi
 def test_output_loses_its_frames_and_they_apply_whole_or_split_at_any_byte() -> None:
     stream = b"before " + report("working", reason="on it") + b" after\r\n"
     whole = core()
-    output, outcomes = whole.output(stream, NOW)
+    output, outcomes = whole.output(stream, NOW, 0)
     assert output == b"before  after\r\n" and outcomes
     assert whole.tracker.activity.phase is ActivityPhase.WORKING
     for cut in range(len(stream) + 1):
         split = core()
-        first, _ = split.output(stream[:cut], NOW)
-        second, _ = split.output(stream[cut:], NOW)
-        rest, _ = split.end_of_output(NOW)
+        first, _ = split.output(stream[:cut], NOW, 0)
+        second, _ = split.output(stream[cut:], NOW, 0)
+        rest, _ = split.end_of_output(NOW, 0)
         assert first + second + rest == output, cut
         assert split.tracker.activity == whole.tracker.activity, cut
         assert split.frames.applied == 1
@@ -60,46 +60,46 @@ def test_frames_that_are_not_authentic_or_absurd_are_counted_not_applied() -> No
     forged = encode_frame(SID, new_nonce(), {"type": "activity", "phase": "working", "at": 1})
     far = report("working", at=NOW + MAX_FRAME_AHEAD_MS + 1)
     bad = encode_frame(SID, NONCE, {"type": "activity", "phase": "dancing", "at": 1})
-    output, outcomes = c.output(forged + far + bad, NOW)
+    output, outcomes = c.output(forged + far + bad, NOW, 0)
     assert (output, outcomes) == (b"", [])
     assert c.frames.rejected == {"nonce": 1, "future": 1, "invalid": 1}
     assert c.tracker.activity.phase is ActivityPhase.UNAVAILABLE
     # A frame a little ahead of the clock counts as stamped now.
-    c.output(report("working", at=NOW + 1000), NOW)
+    c.output(report("working", at=NOW + 1000), NOW, 0)
     assert c.tracker.activity.since == NOW
 
 
 def test_what_a_frame_ends_is_withdrawn_and_counted() -> None:
     withdrawals = Withdrawals(answer=True)
     c = core(withdraw=withdrawals)
-    c.output(report("working", at=NOW - 5), NOW)
-    c.output(report("waiting", at=NOW - 2), NOW)
+    c.output(report("working", at=NOW - 5), NOW, 0)
+    c.output(report("waiting", at=NOW - 2), NOW, 0)
     assert withdrawals.calls == [(NOW - 2, "main")]
     # An older frame changes nothing, but still withdraws what it ends: applied.
-    c.output(report("waiting", at=NOW - 3), NOW)
+    c.output(report("waiting", at=NOW - 3), NOW, 0)
     assert (c.frames.applied, c.frames.ignored) == (3, 0)
     withdrawals.answer = False
-    c.output(report("failed", at=NOW - 4), NOW)
+    c.output(report("failed", at=NOW - 4), NOW, 0)
     assert c.frames.ignored == 1
 
 
 def test_the_queued_message_waits_for_a_working_turn_and_goes_with_the_next_prompt() -> None:
     c = core(agent="claude-code")
     assert not c.queue_message("then this", NOW)  # starting: no turn
-    c.output(report("working"), NOW)
+    c.output(report("working"), NOW, 0)
     assert c.queue_message("then this", NOW)
     taken = c.take_message()
     assert taken is not None and c.queued_message is None
     assert c.put_back_message(*taken)  # not delivered: back
     prompt = encode_frame(SID, NONCE, {"type": "interaction_cleared", "at": NOW})
-    _, outcomes = c.output(prompt, NOW)
+    _, outcomes = c.output(prompt, NOW, 0)
     assert QueueChanged() in outcomes and c.queued_message is None
     assert not c.put_back_message(*taken)  # superseded meanwhile
 
 
 def test_keys_and_the_exit_go_to_the_rules() -> None:
     c = core(agent="claude-code")
-    c.output(report("working"), NOW)
+    c.output(report("working"), NOW, 0)
     assert c.feed(KeyTyped(b"\x03", NOW + 1))
     assert c.tracker.activity.reason == "interrupted"
     c.queue_message("x", NOW)  # not working any more: refused
@@ -142,10 +142,10 @@ def test_a_handover_through_the_link_continues_where_it_was() -> None:
     before = core(agent="claude-code")
     approval = {"id": "req-1", "kind": "approval", "agent": "claude-code", "created_at": NOW - 5}
     question = {"type": "interaction", "at": NOW - 5, "interaction": approval}
-    before.output(report("working", at=NOW - 9), NOW)
+    before.output(report("working", at=NOW - 9), NOW, 0)
     before.queue_message("then this", NOW)
-    before.output(encode_frame(SID, NONCE, question) + report("working", at=NOW - 20), NOW)
-    before.output(encode_frame(SID, new_nonce(), {"type": "activity", "at": 1}), NOW)
+    before.output(encode_frame(SID, NONCE, question) + report("working", at=NOW - 20), NOW, 0)
+    before.output(encode_frame(SID, new_nonce(), {"type": "activity", "at": 1}), NOW, 0)
     sent = wire.to_json(wire.Handover([before.handover(HandedScreen("$ ", 7))]))
     received = wire.parse(json.loads(json.dumps(sent)))
     assert isinstance(received, wire.Handover)
@@ -175,11 +175,11 @@ def wrapped(created_at: int = NOW) -> SessionCore:
 def test_the_far_sides_hello_is_answered_once_and_shown_to_nobody() -> None:
     c = wrapped()
     assert c.awaiting_hello
-    output, outcomes = c.output(b"Last login: today\r\n" + hello(), NOW + 1)
+    output, outcomes = c.output(b"Last login: today\r\n" + hello(), NOW + 1, 0)
     assert output == b"Last login: today\r\n" and outcomes == [ViaHello()]
     assert not c.awaiting_hello
     # Printed again (cat of a log of this session): nothing more is typed.
-    output, outcomes = c.output(hello(), NOW + 2)
+    output, outcomes = c.output(hello(), NOW + 2, 0)
     assert (output, outcomes) == (b"", [])
     assert c.frames.rejected == {"nonce": 1}
 
@@ -195,13 +195,13 @@ def test_the_far_sides_hello_is_answered_once_and_shown_to_nobody() -> None:
 )
 def test_no_other_frame_gets_the_setup(body: bytes, at: int) -> None:
     c = wrapped()
-    assert c.output(body, at)[1] == []
+    assert c.output(body, at, 0)[1] == []
     assert c.awaiting_hello and sum(c.frames.rejected.values()) == 1
 
 
 def test_a_session_not_wrapped_answers_no_hello() -> None:
     c = core(agent="pi")
-    assert c.output(hello(), NOW)[1] == [] and not c.awaiting_hello
+    assert c.output(hello(), NOW, 0)[1] == [] and not c.awaiting_hello
 
 
 def test_a_far_side_that_ends_before_its_hello_says_why() -> None:
@@ -213,7 +213,7 @@ def test_a_far_side_that_ends_before_its_hello_says_why() -> None:
     other.feed(ProgramExited(255, None, False, NOW + 5))  # ssh could not connect
     assert "'ssh -t far' ended before ptyvisor started" in (other.tracker.activity.reason or "")
     after = wrapped()
-    after.output(hello(), NOW + 1)
+    after.output(hello(), NOW + 1, 0)
     after.feed(ProgramExited(127, None, False, NOW + 5))  # the agent's own status now
     assert after.tracker.activity.reason == "exited with status 127"
 
@@ -221,9 +221,9 @@ def test_a_far_side_that_ends_before_its_hello_says_why() -> None:
 def test_a_frame_naming_a_prompt_says_it_was_taken_even_when_stale() -> None:
     c = core(agent="claude-code")
     digest = "0123456789abcdef"
-    assert PromptTaken(digest) in c.output(report("working", prompt=digest), NOW)[1]
-    c.output(report("waiting", at=NOW), NOW)
-    late = c.output(report("working", at=NOW - 100, prompt=digest), NOW)[1]
+    assert PromptTaken(digest) in c.output(report("working", prompt=digest), NOW, 0)[1]
+    c.output(report("waiting", at=NOW), NOW, 0)
+    late = c.output(report("working", at=NOW - 100, prompt=digest), NOW, 0)[1]
     assert late == [PromptTaken(digest)]  # older than what was applied, and still taken
-    assert c.output(report("working", prompt="NOT-A-DIGEST"), NOW)[1] == []
+    assert c.output(report("working", prompt="NOT-A-DIGEST"), NOW, 0)[1] == []
     assert c.frames.rejected == {"invalid": 1}

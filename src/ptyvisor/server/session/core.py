@@ -15,7 +15,7 @@ the way websockets' protocol is: bytes and events in, results out, no event loop
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
@@ -93,10 +93,14 @@ class SessionCore:
         *,
         agent: str | None,
         created_at: int,
+        agent_args: Sequence[str] = (),
+        resumed: bool = False,
         withdraw: Callable[[int, Which], bool] | None = None,
         via: tuple[list[str], str] | None = None,
     ) -> None:
-        """``withdraw(before, which)``: withdraw held requests a frame ends (the
+        """``agent_args``, ``resumed``: the user's own arguments to the agent, and
+        whether ptyvisor resumed its conversation (`ActivityRules`).
+        ``withdraw(before, which)``: withdraw held requests a frame ends (the
         control socket's), returning whether any were. ``via``: the wrapper an agent
         runs through and the one-time token of its far side's hello (agents/via.py)."""
         self.id = session_id
@@ -105,7 +109,7 @@ class SessionCore:
         self._hello_until = created_at + int(HELLO_SECONDS * 1000)
         self._withdraw = withdraw
         self._scanner = FrameScanner()
-        self.rules = ActivityRules(created_at, agent=agent)
+        self.rules = ActivityRules(created_at, agent=agent, args=agent_args, resumed=resumed)
         self.frames = FrameCounts()
         self.queued_message: str | None = None
         """One message for the agent's next Stop hook (see `queue_message`)."""
@@ -139,35 +143,37 @@ class SessionCore:
 
     # ------------------------------------------------------------------ output
 
-    def output(self, data: bytes, now: int) -> tuple[bytes, list[Outcome]]:
-        """The program wrote ``data``: its output without frames, and what the
-        frames in it changed. Never raises (a bug applying a frame costs that frame)."""
-        return self._scanned(self._scanner.feed(data), now)
+    def output(self, data: bytes, now: int, seq: int) -> tuple[bytes, list[Outcome]]:
+        """The program wrote ``data``, its output so far ending at ``seq``: its output
+        without frames, and what the frames in it changed. Never raises (a bug applying
+        a frame costs that frame)."""
+        return self._scanned(self._scanner.feed(data), now, seq)
 
-    def end_of_output(self, now: int) -> tuple[bytes, list[Outcome]]:
+    def end_of_output(self, now: int, seq: int) -> tuple[bytes, list[Outcome]]:
         """The program's output ended: a partial frame prefix held was its own output."""
-        return self._scanned(self._scanner.flush(), now)
+        return self._scanned(self._scanner.flush(), now, seq)
 
-    def _scanned(self, scanned: ScanResult, now: int) -> tuple[bytes, list[Outcome]]:
+    def _scanned(self, scanned: ScanResult, now: int, seq: int) -> tuple[bytes, list[Outcome]]:
         outcomes: list[Outcome] = []
+        after = seq + len(scanned.output)  # a screen drawn this far shows the frames' time
         for body in scanned.frames:
-            outcomes += self._frame(body, now)
+            outcomes += self._frame(body, now, after)
         if scanned.dropped:
             self._reject(RejectReason.UNTERMINATED.value, scanned.dropped)
         return scanned.output, outcomes
 
-    def _frame(self, body: bytes, now: int) -> list[Outcome]:
+    def _frame(self, body: bytes, now: int, seq: int) -> list[Outcome]:
         """Authenticate and apply one frame. A bug in applying it costs that frame
         (counted as ``error``, logged once), never the session."""
         try:
-            return self._authentic(body, now)
+            return self._authentic(body, now, seq)
         except Exception:
             if "error" not in self.frames.rejected:
                 log.exception("session %s: applying a frame failed", self.id)
             self.frames.rejected["error"] = self.frames.rejected.get("error", 0) + 1
             return []
 
-    def _authentic(self, body: bytes, now: int) -> list[Outcome]:
+    def _authentic(self, body: bytes, now: int, seq: int) -> list[Outcome]:
         decoded = decode_frame(body, self.id, self._nonce)
         if isinstance(decoded, Rejected):
             if decoded.reason is RejectReason.NONCE and self._hello(body, now):
@@ -187,7 +193,7 @@ class SessionCore:
             payload = payload.model_copy(update={"at": now})
         stale = withdrew = False
         outcomes: list[Outcome] = []
-        for effect in self.rules.handle(FrameApplied(payload)):
+        for effect in self.rules.handle(FrameApplied(payload, seq)):
             match effect:
                 case Stale():
                     stale = True

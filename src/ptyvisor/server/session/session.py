@@ -154,6 +154,8 @@ class Session:
             identity.nonce,
             agent=identity.agent,
             created_at=identity.created_at,
+            agent_args=identity.agent_args,
+            resumed=identity.resume is not None,
             withdraw=None if withdraw is None else functools.partial(withdraw, identity.id),
             # The far side's one-time token ends argv (supervisor.spawn, agents/via.py).
             via=None if identity.via is None else (identity.via, identity.argv[-1]),
@@ -314,11 +316,11 @@ class Session:
         try:
             await self.reader.run()
         finally:
-            self._pass_on(*self.core.end_of_output(now_ms()))
+            self._pass_on(*self.core.end_of_output(now_ms(), self.log.end_seq))
 
     def _ingest(self, data: bytes) -> None:
         """What the reader read; must stay cheap (it is the read path)."""
-        self._pass_on(*self.core.output(data, now_ms()))
+        self._pass_on(*self.core.output(data, now_ms(), self.log.end_seq))
 
     def _pass_on(self, output: bytes, outcomes: list[Outcome]) -> None:
         """What the frames of a read changed goes out before the read's output, as
@@ -336,9 +338,10 @@ class Session:
         """Signals the renderer found in the output (on the event loop, after a batch)."""
         self._feed(SignalsSeen(signals, now_ms()))
 
-    def _on_screen(self, rows: list[str]) -> None:
-        """The renderer's view of the screen, while the activity rules watch it."""
-        self._feed(ScreenShown(rows, now_ms()))
+    def _on_screen(self, rows: list[str], seq: int) -> None:
+        """The renderer's view of the screen (up to output ``seq``), while the activity
+        rules watch it."""
+        self._feed(ScreenShown(rows, now_ms(), seq))
 
     def _feed(self, event: Event) -> None:
         self._carry_out(self.core.feed(event))
