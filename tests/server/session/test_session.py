@@ -74,7 +74,7 @@ class Listener:
 
 @asynccontextmanager
 async def running(
-    argv: Sequence[str], tmp_path: Path, *, agent: str | None = None
+    argv: Sequence[str], tmp_path: Path, *, agent: str | None = None, config: Config | None = None
 ) -> AsyncIterator[tuple[Session, Listener]]:
     """A session running ``argv``, with one listener attached from its start."""
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LC_ALL": "C.UTF-8"}
@@ -90,7 +90,9 @@ async def running(
         created_at=now_ms(),
         nonce=new_nonce(),
     )
-    session = Session(identity, child, cols=80, rows=24, config=Config(), on_change=lambda: None)
+    session = Session(
+        identity, child, cols=80, rows=24, config=config or Config(), on_change=lambda: None
+    )
     listener = Listener()
     async with anyio.create_task_group() as tg:
         tg.start_soon(reap, child)
