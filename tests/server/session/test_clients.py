@@ -63,7 +63,8 @@ async def test_a_client_asking_for_bytes_no_longer_held_gets_a_snapshot_then_the
         for batch in range(8):  # in separate reads: the log drops whole appends
             lines = range(batch * 50, batch * 50 + 50)
             session.write_input(b"".join(b"line %d\n" % n for n in lines))
-            await until(lambda last=lines[-1]: b"%d:line %d" % (last, last) in first.seen())
+            last = b"%d:line %d" % (lines[-1], lines[-1])
+            await until(lambda: last in first.seen())  # noqa: B023 - awaited here
         assert not session.log.holds(0)
         late = Listener()
         await session.clients.attach(late, since=0, req_id=1)
