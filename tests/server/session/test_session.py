@@ -74,9 +74,15 @@ class Listener:
 
 @asynccontextmanager
 async def running(
-    argv: Sequence[str], tmp_path: Path, *, agent: str | None = None, config: Config | None = None
+    argv: Sequence[str],
+    tmp_path: Path,
+    *,
+    agent: str | None = None,
+    config: Config | None = None,
+    holds: Callable[[str, str], bool] | None = None,
 ) -> AsyncIterator[tuple[Session, Listener]]:
-    """A session running ``argv``, with one listener attached from its start."""
+    """A session running ``argv``, with one listener attached from its start
+    (``holds``: the control socket's `PendingRequests.holds`)."""
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LC_ALL": "C.UTF-8"}
     started = start(argv, cwd=str(tmp_path), env=env, cols=80, rows=24)
     child = Child(started.pid, started.fd, started.tty)
@@ -91,7 +97,13 @@ async def running(
         nonce=new_nonce(),
     )
     session = Session(
-        identity, child, cols=80, rows=24, config=config or Config(), on_change=lambda: None
+        identity,
+        child,
+        cols=80,
+        rows=24,
+        config=config or Config(),
+        on_change=lambda: None,
+        holds=holds,
     )
     listener = Listener()
     async with anyio.create_task_group() as tg:
