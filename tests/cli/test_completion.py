@@ -120,6 +120,25 @@ def test_every_value_offered_is_the_parsers_own_word() -> None:
     assert offered == [choices for _, _, choices in asked]
 
 
+def test_a_global_option_before_the_command_is_passed_over() -> None:
+    """``ptyvisor -H ssh://me@box:2222 run --agent …`` (docs/remote.md): bash splits the
+    URL at each ``:`` and ``@`` (COMP_WORDBREAKS), and the command still counts."""
+    url = ["ssh", ":", "//me", "@", "box", ":", "2222"]
+    after_host, agents, with_context, host_value, context_value = complete_in_bash(
+        ["ptyvisor", "-H", *url, "ru"],
+        ["ptyvisor", "-H", *url, "run", "--agent", "cl"],
+        ["ptyvisor", "--context", "prod", "wait", "--phase", "need"],
+        ["ptyvisor", "--host", ""],
+        ["ptyvisor", "--context", ""],
+    )
+    assert (after_host, agents, with_context) == (["run"], ["claude-code"], ["needs_input"])
+    # A global option's value is the user's own: no command is offered for it.
+    assert (host_value, context_value) == ([], [])
+    # A context named like a command is that option's value, not the command.
+    (named_run,) = complete_in_bash(["ptyvisor", "--context", "run", "wait", "--ph"])
+    assert named_run == ["--phase"]
+
+
 def test_the_function_is_registered_for_ptyvisor_falling_back_to_file_names() -> None:
     script = completion.bash(PARSER) + "complete -p ptyvisor"
     result = subprocess.run(
@@ -243,8 +262,12 @@ def shell(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Shell]:
         ("ptyvisor compl", "ptyvisor completion "),
         ("ptyvisor wait --ph", "ptyvisor wait --phase "),
         ("ptyvisor run --agent cl", "ptyvisor run --agent claude-code "),
+        (
+            "ptyvisor -H ssh://me@box:2222 run --agent qw",
+            "ptyvisor -H ssh://me@box:2222 run --agent qwen-code ",
+        ),
     ],
-)  # fmt: skip
+)
 def test_tab_completes_the_line(shell: Shell, typed: str, completed: str) -> None:
     shell.type(typed + "\t")
     shell.shows((PROMPT + completed).rstrip())
