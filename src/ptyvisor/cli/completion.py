@@ -48,13 +48,30 @@ def bash(parser: argparse.ArgumentParser) -> str:
             f'            COMPREPLY=($(compgen -W {shlex.quote(" ".join(flags))} -- "$cur"));;\n'
         )
     words = " ".join([*sorted(commands), *top])
+    # The command is the first command name past the global options, whose values
+    # (-H ssh://me@box:2222) bash splits into several words at ':', '@' and '='.
+    valued = "|".join(
+        shlex.quote(flag)
+        for action in parser._actions
+        if action.nargs != 0
+        for flag in action.option_strings
+    )
+    skip_value = f"            {valued}) i=$((i + 1));;\n" if valued else ""
+    at_value = f'        case "$prev" in {valued}) return;; esac\n' if valued else ""
+    names = "|".join(map(shlex.quote, sorted(commands)))
+    find_command = f'            {names}) command="${{COMP_WORDS[i]}}"; break;;\n' if names else ""
     return (
         '# ptyvisor bash completion: eval "$(ptyvisor completion bash)"\n'
         "_ptyvisor() {\n"
         '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"\n'
-        '    local command="${COMP_WORDS[1]}"\n'
-        '    if [ "$COMP_CWORD" -eq 1 ]; then\n'
-        f'        COMPREPLY=($(compgen -W {shlex.quote(words)} -- "$cur")); return\n'
+        '    local command="" i=1\n'
+        '    while [ "$i" -lt "$COMP_CWORD" ]; do\n'
+        '        case "${COMP_WORDS[i]}" in\n' + skip_value + find_command + "        esac\n"
+        "        i=$((i + 1))\n"
+        "    done\n"
+        '    if [ -z "$command" ]; then\n'
+        + at_value
+        + f'        COMPREPLY=($(compgen -W {shlex.quote(words)} -- "$cur")); return\n'
         "    fi\n"
         '    case "$command" in\n' + "".join(cases) + "    esac\n"
         "}\n"
