@@ -24,9 +24,14 @@ def hex_digest(data: bytes) -> str:
     return digest
 
 
+def one_line(text: str) -> str:
+    """``text`` with each run of ASCII whitespace as one space, trimmed: what a prompt's
+    digest is of, and how a prompt is typed where a line break would submit it."""
+    return " ".join(word for word in text.translate(_SPACES).split(" ") if word)
+
+
 def prompt_digest(text: str) -> str:
     """A prompt's digest, equal for the text as typed and as the agent reports it:
     runs of ASCII whitespace count as one space and the ends are trimmed (agents trim
     a prompt, and a paste's line endings arrive as CR or LF)."""
-    normal = " ".join(word for word in text.translate(_SPACES).split(" ") if word)
-    return hex_digest(normal.encode("utf-8", "replace"))[:PROMPT_DIGEST_CHARS]
+    return hex_digest(one_line(text).encode("utf-8", "replace"))[:PROMPT_DIGEST_CHARS]

@@ -66,6 +66,17 @@ async def test_without_bracketed_paste_a_line_break_does_not_submit_half() -> No
     assert stand.written == [b"Fix the failing test then run it again\r"]
 
 
+async def test_without_bracketed_paste_only_ascii_whitespace_is_flattened() -> None:
+    """A no-break space is part of the words: typed as it is, the agent's report of
+    what it took has the prompt's own digest."""
+    text = "Résumé\u00a0v2\nsee\u2003there"
+    stand = Stand(bracketed=False)
+    prompter = Prompter(stand, lambda: 1)
+    stand.on_write = lambda data: prompter.taken(prompt_digest(data.decode().rstrip("\r")))
+    assert await prompter.deliver(text, ready_wait=1, confirm_wait=1) == 1
+    assert stand.written == ["Résumé\u00a0v2 see\u2003there\r".encode()]
+
+
 async def test_another_prompt_taken_is_not_this_one() -> None:
     stand = Stand()
     prompter = Prompter(stand, lambda: 1)

@@ -19,7 +19,7 @@ from typing import Protocol
 import anyio
 
 from ptyvisor.agents.activity import ActivityPhase
-from ptyvisor.agents.digest import prompt_digest
+from ptyvisor.agents.digest import one_line, prompt_digest
 from ptyvisor.errors import PromptNotTaken
 from ptyvisor.terminal.keys import encode_keys
 
@@ -75,7 +75,7 @@ class Prompter:
         try:
             bracketed = await typist.bracketed_paste()
             if not bracketed:  # a line break would submit early: words stay words
-                text = " ".join(text.split())
+                text = one_line(text)  # the digest's own spaces: a no-break space stays
             data = encode_keys([text], paste=True, bracketed_paste=bracketed) + b"\r"
             if not typist.write_input(data):
                 raise PromptNotTaken("the program is not reading its input", exited=True)
