@@ -303,7 +303,7 @@ def children(pid: int) -> set[int]:
     with contextlib.suppress(FileNotFoundError):
         tasks = os.listdir(f"/proc/{pid}/task")
         for task in tasks:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                 text = Path(f"/proc/{pid}/task/{task}/children").read_text()
                 found.update(int(child) for child in text.split())
     return found
@@ -313,7 +313,7 @@ def alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going while read (ESRCH)
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
 

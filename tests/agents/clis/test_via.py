@@ -80,6 +80,12 @@ async def test_pi_through_ssh_reports_as_if_it_ran_here(tmp_path: Path) -> None:
 
                 await run.type(CTRL_D)
                 await run.wait_phase("stopped", since=mark, wait=20)
+                # Pi reports its end before it exits, and ssh ends after it: only a
+                # session whose program has ended can be resumed.
+                with anyio.fail_after(30):
+                    while listed.process.state != "exited":
+                        await anyio.sleep(0.1)
+                        listed = {s.id: s for s in await run.client.list()}[run.session_id]
 
                 # Resumed through the same wrapper, on the same conversation over there.
                 again = await run.client.resume(run.session_id)
