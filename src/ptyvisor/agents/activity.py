@@ -563,10 +563,10 @@ UNCONFIRMED_SECONDS = 5.0
 """How long a guessed turn outlives its busy line while the extension says nothing:
 longer than a hook takes to start on a busy machine."""
 AWAY_BEFORE_TURN_MS = 500
-"""How long the busy line must have stayed off the screen, while ``waiting``, for its
-return to count as a turn: far longer than a TUI's redraw takes even on a busy
-machine, shorter than anyone reads a finished turn and types the next prompt. (A turn
-sent sooner still shows, from its hook's report.)"""
+"""How long a busy line that showed while ``waiting`` must then have stayed off the
+screen for its return to count as a turn: far longer than a TUI's redraw takes even on
+a busy machine, shorter than anyone reads a finished turn and types the next prompt.
+(A turn sent sooner still shows, from its hook's report.)"""
 
 
 class BusyLine:
@@ -582,12 +582,14 @@ class BusyLine:
     ``terminal``), and the extension confirms it when its report comes.
 
     The rules keep a wrong guess short and never let one stick:
-    - The line counts only while the session is ``waiting``, and only once screens in
-      that same ``waiting`` have shown it absent for `AWAY_BEFORE_TURN_MS`. So the
-      line of the turn that just ended, still drawn when the Stop hook reports, never
-      starts a turn, nor does that line flickering: on a busy machine the renderer
-      may catch a TUI's redraw half done, the line erased and not yet drawn again.
-      (The screen that made the session Ready at start-up counts.)
+    - The line counts only while the session is ``waiting``, and only once a screen in
+      that same ``waiting`` has shown it absent. So the line of the turn that just
+      ended, still drawn when the Stop hook reports, never starts a turn. (The screen
+      that made the session Ready at start-up counts.)
+    - Once the line has shown in that ``waiting``, it must then have stayed away for
+      `AWAY_BEFORE_TURN_MS`: on a busy machine the renderer may catch a TUI's redraw
+      half done, the old turn's line erased and not yet drawn again, which is no turn.
+      A line new to the ``waiting`` (a prompt typed at Ready) counts at once.
     - The extension's next report confirms the turn or overrides it. Its ``working``
       replaces the inferred one; the phase and ``since`` stay, the source changes.
     - Until then, the line staying away for `UNCONFIRMED_SECONDS` ends the guess, back
@@ -609,6 +611,8 @@ class BusyLine:
         self._absent_since: int | None = None
         """When the screens in that ``waiting`` began to show no busy line (None while
         it shows)."""
+        self._shown_in_waiting = False
+        """A screen in that ``waiting`` has shown the line (its return may be a flicker)."""
         self.shown = False
         """Whether the line showed on the last screen looked at."""
 
@@ -630,13 +634,17 @@ class BusyLine:
         shown = self.shown = self._pattern.search(text) is not None
         if activity.phase is ActivityPhase.WAITING:
             if activity is not self._waiting:
-                self._waiting, self._absent_since = activity, None
+                self._waiting, self._absent_since, self._shown_in_waiting = activity, None, False
             if not shown:
                 if self._absent_since is None:
                     self._absent_since = at
                 return None
             absent, self._absent_since = self._absent_since, None
-            return True if absent is not None and at - absent >= AWAY_BEFORE_TURN_MS else None
+            back = self._shown_in_waiting
+            self._shown_in_waiting = True
+            if absent is None or (back and at - absent < AWAY_BEFORE_TURN_MS):
+                return None
+            return True
         if self.guessed(activity) and not shown:
             return False
         return None
