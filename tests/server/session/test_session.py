@@ -238,8 +238,12 @@ async def test_an_authentic_frame_is_applied_and_never_shown_and_a_forged_one_is
 
 
 async def test_a_kill_ends_the_program_and_says_it_was_killed(tmp_path: Path) -> None:
-    script = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(60)"
+    script = (
+        "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+        "print('ignoring HUP', flush=True); time.sleep(60)"
+    )
     async with running([sys.executable, "-c", script], tmp_path) as (session, listener):
+        await until(lambda: b"ignoring HUP" in listener.seen())  # not before it does
         with anyio.fail_after(20):
             await session.kill()
         await until(lambda: exit_of(listener) is not None)
