@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,10 +19,8 @@ from ptyvisor.agents import interaction
 from ptyvisor.agents.hooks import normalise
 from ptyvisor.agents.interaction import Interaction, Option, Question, Row
 
-from ..conftest import env_without_ptyvisor
 from .hooks.payloads import JSON
-
-ROOT = Path(__file__).resolve().parents[2]
+from .test_extensions import run_node
 
 
 def approval() -> dict[str, Any]:
@@ -210,22 +205,11 @@ def test_the_hooks_and_the_extensions_cut_to_the_models_bounds() -> None:
         for name in ("MAX_TEXT", "MAX_QUESTIONS", "MAX_OPTIONS", "MAX_SUGGESTIONS", "MAX_ROWS")
     }
     assert ours == {name: getattr(normalise, name) for name in ours}
-    node = shutil.which("node")
-    assert node is not None, "node is not on PATH; the JS extension tests need it"
     script = (
         'import * as mask from "./agent-extensions/shared/mask.mjs";'
         "process.stdout.write(JSON.stringify(mask));"
     )
-    result = subprocess.run(
-        [node, "--input-type=module", "-e", script],
-        cwd=ROOT,
-        env=env_without_ptyvisor(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_node(script)
     js = json.loads(result.stdout)
     assert {name: js[name] for name in ours} == ours
     assert (js["MAX_ID"], js["MAX_LABEL"], js["MAX_TOOL"]) == (256, 64, 256)

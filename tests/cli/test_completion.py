@@ -46,17 +46,9 @@ def flags(parser: argparse.ArgumentParser) -> set[str]:
     return {flag for action in parser._actions for flag in action.option_strings}
 
 
-def complete_in_bash(*lines: list[str]) -> list[list[str]]:
-    """What ``_ptyvisor`` offers for each line, given as the words bash splits it into
-    (the last is the word being completed), all in one real bash."""
-    calls = [
-        f"COMP_WORDS=({' '.join(shlex.quote(word) for word in words)}); "
-        f"COMP_CWORD={len(words) - 1}; COMPREPLY=(); _ptyvisor; "
-        'printf "%s\\n" "${#COMPREPLY[@]}" "${COMPREPLY[@]}"'
-        for words in lines
-    ]
-    script = completion.bash(PARSER) + "\n".join(calls)
-    result = subprocess.run(
+def in_bash(script: str) -> subprocess.CompletedProcess[str]:
+    """``script`` run by a real bash that reads no startup files."""
+    return subprocess.run(
         ["bash", "--norc", "--noprofile", "-c", script],
         env=env_without_ptyvisor(),
         capture_output=True,
@@ -64,6 +56,20 @@ def complete_in_bash(*lines: list[str]) -> list[list[str]]:
         timeout=30,
         check=False,
     )
+
+
+def complete_in_bash(
+    *lines: list[str], parser: argparse.ArgumentParser = PARSER
+) -> list[list[str]]:
+    """What ``_ptyvisor`` (generated from ``parser``) offers for each line, given as the
+    words bash splits it into (the last is the word being completed), all in one bash."""
+    calls = [
+        f"COMP_WORDS=({' '.join(shlex.quote(word) for word in words)}); "
+        f"COMP_CWORD={len(words) - 1}; COMPREPLY=(); _ptyvisor; "
+        'printf "%s\\n" "${#COMPREPLY[@]}" "${COMPREPLY[@]}"'
+        for words in lines
+    ]
+    result = in_bash(completion.bash(parser) + "\n".join(calls))
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     out = iter(result.stdout.splitlines())
     offered = [[next(out) for _ in range(int(count))] for count in out]
@@ -140,47 +146,23 @@ def test_a_global_option_before_the_command_is_passed_over() -> None:
 
 
 def test_the_function_is_registered_for_ptyvisor_falling_back_to_file_names() -> None:
-    script = completion.bash(PARSER) + "complete -p ptyvisor"
-    result = subprocess.run(
-        ["bash", "--norc", "--noprofile", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    result = in_bash(completion.bash(PARSER) + "complete -p ptyvisor")
     assert result.stdout == "complete -o default -F _ptyvisor ptyvisor\n", result.stderr
 
 
 def test_a_parser_without_commands_or_valued_options_still_gives_a_script() -> None:
     """Each generated ``case`` needs a pattern: none is written for an empty list."""
     bare = argparse.ArgumentParser(prog="ptyvisor")
-    calls = 'COMP_WORDS=(ptyvisor -); COMP_CWORD=1; _ptyvisor; echo "${COMPREPLY[*]}"'
-    result = subprocess.run(
-        ["bash", "--norc", "--noprofile", "-c", completion.bash(bare) + calls],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert (result.stdout, result.stderr) == ("-h --help\n", "")
+    assert complete_in_bash(["ptyvisor", "-"], parser=bare) == [["-h", "--help"]]
 
 
 def test_every_spelling_of_an_option_offers_its_choices() -> None:
     parser = argparse.ArgumentParser(prog="ptyvisor")
     parser.add_subparsers().add_parser("paint").add_argument("-c", "--colour", choices=["r", "g"])
-    calls = "".join(
-        f'COMP_WORDS=(ptyvisor paint {flag} ""); COMP_CWORD=3; _ptyvisor; '
-        'echo "${COMPREPLY[*]}"\n'
-        for flag in ("-c", "--colour")
+    offered = complete_in_bash(
+        ["ptyvisor", "paint", "-c", ""], ["ptyvisor", "paint", "--colour", ""], parser=parser
     )
-    result = subprocess.run(
-        ["bash", "--norc", "--noprofile", "-c", completion.bash(parser) + calls],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert (result.stdout, result.stderr) == ("r g\nr g\n", "")
+    assert offered == [["r", "g"], ["r", "g"]]
 
 
 def test_the_zsh_script_is_the_bash_one_through_bashcompinit() -> None:
