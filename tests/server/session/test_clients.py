@@ -118,4 +118,4 @@ async def test_the_size_is_the_last_typing_clients_and_a_viewer_never_changes_it
         await until(lambda: session.size == TermSize(cols=60, rows=20))
         session.clients.detach(narrow)
         await until(lambda: session.size == TermSize(cols=120, rows=40))  # back to the wide
-        assert len(session.clients) == 3 - 1 + 1  # first, wide and the viewer
+        assert len(session.clients) == 3  # the first, the wide one and the viewer
