@@ -7,12 +7,14 @@ history of the second."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
 import sqlite3
 import subprocess
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -42,6 +44,7 @@ RESUMED: dict[str, Screen] = {
     # A resumed Pi shows its conversation below its logo, which scrolls off.
     "pi": lambda screen: "FIRST-DONE" in screen and "fake-model" in screen,
 }
+PR_SET_CHILD_SUBREAPER = 36
 FIRST = "Remember the word PAPAYA-7 for later"
 SECOND = "Say which word I asked you to remember"
 """No "?": Codex takes one typed into a prompt as its shortcut key now and then."""
@@ -54,12 +57,21 @@ class Serve:
         self.url = out.read_text().split("serving on ", 1)[1].split()[0]
 
     def kill_everything(self) -> None:
-        """What a reboot does: every process of the server and its programs, at once."""
-        tree = [self.proc.pid, *_descendants(self.proc.pid)]
-        for pid in tree:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
+        """What a reboot does: every process of the server and its programs, at once,
+        and none of them left behind, not even as a zombie.
+
+        The reaping matters: Copilot CLI takes a session whose lock names a pid that
+        still exists (a zombie does) as in use by another CLI and asks before resuming.
+        Killed here, the programs are orphans of init, and in a container an init may
+        reap late or never (CI's did); so this test process takes them as their
+        subreaper and reaps them itself."""
+        tree = _descendants(self.proc.pid)
+        with _subreaper():
+            for pid in [self.proc.pid, *tree]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+            _reap(tree, wait=10)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -79,6 +91,35 @@ async def recorded(state_dir: Path, session: str, native: str, *, wait: float = 
             if row is not None and row[0] == native:
                 return
             await anyio.sleep(0.05)
+
+
+@contextlib.contextmanager
+def _subreaper() -> Iterator[None]:
+    """Orphans below this process become its children while inside (Linux)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    if prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+    try:
+        yield
+    finally:
+        prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def _reap(pids: list[int], *, wait: float) -> None:
+    """Wait until every pid is gone from the process table: reaped here once it is our
+    child (an orphan reaches its subreaper only when its parent has died), or by
+    whoever else it belonged to."""
+    left = set(pids)
+    deadline = time.monotonic() + wait
+    while left:
+        for pid in list(left):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            if not Path(f"/proc/{pid}").exists():
+                left.discard(pid)
+        if left and time.monotonic() > deadline:
+            raise AssertionError(f"processes of the killed server never went: {sorted(left)}")
+        time.sleep(0.01)
 
 
 def _descendants(root: int) -> list[int]:
