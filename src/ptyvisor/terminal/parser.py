@@ -73,6 +73,50 @@ _PLAIN_BLOCK = re.compile(r"\r\n(?:[ -~]*(?:\x1b\[[0-9;]{0,64}m[ -~]*)*\r\n)+")
 what logs and floods are made of, handed to `plain_lines.draw` in one call."""
 
 
+_COUNTED: dict[str, Callable[[Screen, int], None]] = {
+    "@": Screen.insert_characters,
+    "A": Screen.cursor_up,
+    "B": Screen.cursor_down,
+    "C": Screen.cursor_forward,
+    "D": Screen.cursor_back,
+    "E": Screen.cursor_down1,
+    "F": Screen.cursor_up1,
+    "G": Screen.cursor_to_column,
+    "`": Screen.cursor_to_column,
+    "I": Screen.forward_tab,
+    "J": Screen.erase_in_display,
+    "K": Screen.erase_in_line,
+    "L": Screen.insert_lines,
+    "M": Screen.delete_lines,
+    "P": Screen.delete_characters,
+    "S": Screen.scroll_up,
+    "T": Screen.scroll_down,
+    "X": Screen.erase_characters,
+    "Z": Screen.back_tab,
+    "a": Screen.cursor_forward,
+    "b": Screen.repeat,
+    "d": Screen.cursor_to_line,
+    "e": Screen.cursor_down,
+    "g": Screen.clear_tab_stop,
+}
+"""CSI finals that take one count (0 when absent). The tables are the module's, not
+each parser's: a session's parser would otherwise carry ~40 closures (~7 KiB)."""
+_PAIRED: dict[str, Callable[..., None]] = {
+    "H": Screen.cursor_position,
+    "f": Screen.cursor_position,
+    "r": Screen.set_margins,
+}
+"""CSI finals that take their first two parameters."""
+_SCREEN_ESCAPES: dict[str, Callable[[Screen], None]] = {
+    "7": Screen.save_cursor,
+    "8": Screen.restore_cursor,
+    "D": Screen.index,
+    "M": Screen.reverse_index,
+    "H": Screen.set_tab_stop,
+    "c": Screen.reset,
+}
+
+
 class Parser:
     """Turns decoded output into screen calls; see the module docstring."""
 
@@ -87,6 +131,7 @@ class Parser:
         self._string_kept_len = 0
         self.signals: deque[TerminalSignal] = deque(maxlen=MAX_SIGNALS)
         s = screen
+        # Bound once: the hot loop calls one per control character.
         self._controls: dict[str, Callable[[], None]] = {
             "\x07": self._bell,
             "\x08": s.backspace,
@@ -101,53 +146,6 @@ class Parser:
             "\x85": self._next_line,
             "\x88": s.set_tab_stop,
             "\x8d": s.reverse_index,
-        }
-        self._escapes: dict[str, Callable[[], None]] = {
-            "7": s.save_cursor,
-            "8": s.restore_cursor,
-            "D": s.index,
-            "E": self._next_line,
-            "M": s.reverse_index,
-            "H": s.set_tab_stop,
-            "c": s.reset,
-            "=": self._keypad_application,
-            ">": self._keypad_numeric,
-        }
-        self._csi_handlers: dict[str, Callable[[tuple[int, ...]], None]] = {
-            "@": lambda a: s.insert_characters(a[0] if a else 0),
-            "A": lambda a: s.cursor_up(a[0] if a else 0),
-            "B": lambda a: s.cursor_down(a[0] if a else 0),
-            "C": lambda a: s.cursor_forward(a[0] if a else 0),
-            "D": lambda a: s.cursor_back(a[0] if a else 0),
-            "E": lambda a: s.cursor_down1(a[0] if a else 0),
-            "F": lambda a: s.cursor_up1(a[0] if a else 0),
-            "G": lambda a: s.cursor_to_column(a[0] if a else 0),
-            "`": lambda a: s.cursor_to_column(a[0] if a else 0),
-            "H": lambda a: s.cursor_position(*a[:2]),
-            "f": lambda a: s.cursor_position(*a[:2]),
-            "I": lambda a: s.forward_tab(a[0] if a else 0),
-            "J": lambda a: s.erase_in_display(a[0] if a else 0),
-            "K": lambda a: s.erase_in_line(a[0] if a else 0),
-            "L": lambda a: s.insert_lines(a[0] if a else 0),
-            "M": lambda a: s.delete_lines(a[0] if a else 0),
-            "P": lambda a: s.delete_characters(a[0] if a else 0),
-            "S": lambda a: s.scroll_up(a[0] if a else 0),
-            "T": lambda a: s.scroll_down(a[0] if a else 0) if len(a) <= 1 else None,
-            "X": lambda a: s.erase_characters(a[0] if a else 0),
-            "Z": lambda a: s.back_tab(a[0] if a else 0),
-            "a": lambda a: s.cursor_forward(a[0] if a else 0),
-            "b": lambda a: s.repeat(a[0] if a else 0),
-            "c": self._device_attributes,
-            "d": lambda a: s.cursor_to_line(a[0] if a else 0),
-            "e": lambda a: s.cursor_down(a[0] if a else 0),
-            "g": lambda a: s.clear_tab_stop(a[0] if a else 0),
-            "h": lambda a: s.set_mode(*a),
-            "l": lambda a: s.reset_mode(*a),
-            "n": self._device_status,
-            "r": lambda a: s.set_margins(*a[:2]),
-            "s": lambda a: s.save_cursor(),
-            "t": self._window_ops,
-            "u": lambda a: s.restore_cursor(),
         }
 
     # -- entry points --------------------------------------------------------
@@ -279,9 +277,12 @@ class Parser:
     def _esc(self, intermediates: str, final: str) -> None:
         screen = self.screen
         if not intermediates:
-            handler = self._escapes.get(final)
-            if handler is not None:
-                handler()
+            if (step := _SCREEN_ESCAPES.get(final)) is not None:
+                step(screen)
+            elif final == "E":
+                self._next_line()
+            elif final in "=>":  # DECKPAM, DECKPNM
+                (screen.set_mode if final == "=" else screen.reset_mode)(KEYPAD, private=True)
         elif intermediates in "()":
             screen.define_charset(final, intermediates)
         elif intermediates == "#" and final == "8":
@@ -292,14 +293,9 @@ class Parser:
         self.signals.append(_BELL)
 
     def _next_line(self) -> None:
+        """NEL."""
         self.screen.carriage_return()
         self.screen.index()
-
-    def _keypad_application(self) -> None:
-        self.screen.set_mode(KEYPAD, private=True)
-
-    def _keypad_numeric(self) -> None:
-        self.screen.reset_mode(KEYPAD, private=True)
 
     def _csi(self, marker: str, params: str, intermediates: str, final: str) -> None:
         screen = self.screen
@@ -327,9 +323,25 @@ class Parser:
                 self._send(DA2_REPLY)
             # kitty keyboard (>u <u =u ?u), xterm >m (modifyOtherKeys), >q, DA3: ignored.
             return
-        handler = self._csi_handlers.get(final)
-        if handler is not None:
-            handler(args)
+        if (counted := _COUNTED.get(final)) is not None:
+            if final != "T" or len(args) <= 1:  # CSI > 1 params T: xterm's mouse tracking
+                counted(screen, args[0] if args else 0)
+        elif (paired := _PAIRED.get(final)) is not None:
+            paired(screen, *args[:2])
+        elif final == "h":
+            screen.set_mode(*args)
+        elif final == "l":
+            screen.reset_mode(*args)
+        elif final == "s":
+            screen.save_cursor()
+        elif final == "u":
+            screen.restore_cursor()
+        elif final == "c":
+            self._device_attributes(args)
+        elif final == "n":
+            self._device_status(args)
+        elif final == "t":
+            self._window_ops(args)
 
     def _send(self, reply: str) -> None:
         if self._reply is not None:
