@@ -26,6 +26,7 @@ from ptyvisor.config import ServerConfig
 from ptyvisor.server.serving import run_server
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.wire.protocol import Snapshot
+from tests.timeouts import FACTOR, scaled
 
 TOKEN = "test-token-" + "x" * 20
 PTYVISOR_BIN = str(Path(sys.executable).parent / "ptyvisor")
@@ -101,7 +102,7 @@ def succeeds(call: Callable[[], object]) -> bool:
 def wait_for(check: Callable[[], T | None], what: str, *, timeout: float = 15) -> T:
     """Poll a cheap synchronous check (files, processes, CLI output) until it gives
     something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         result = check()
         if result:
@@ -189,7 +190,7 @@ async def until(
 ) -> list[Event]:
     """Collect events until one satisfies ``predicate``; fails the test on timeout."""
     seen: list[Event] = []
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         async for event in client.events():
             seen.append(event)
             if predicate(event):
@@ -203,7 +204,7 @@ def output_of(events: list[Event]) -> bytes:
 
 async def poll(check: Callable[[], Awaitable[T | None]], *, wait: float = 10) -> T:
     """Retry an async check until it returns something truthy."""
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         while True:
             result = await check()
             if result:
@@ -232,7 +233,7 @@ async def output_until(
     """Accumulate the attached session's output until ``needle`` appears in it."""
     pattern = needle if isinstance(needle, re.Pattern) else re.compile(re.escape(needle))
     received = b""
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         while not pattern.search(received):
             event = await client.next_event(wait)
             if isinstance(event, Output):
@@ -365,3 +366,21 @@ while True:
 """A program in raw mode that prints what each read brought (``got b'...'``), after
 READY; ``modes`` (sent at once or typed) turns on application cursor keys and
 bracketed paste."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-timeout's limits grow with the tests' one timeout factor
+    (`tests.timeouts`): each test's own ``timeout`` mark, or the configured default."""
+    if FACTOR == 1:
+        return
+    default = float(config.getini("timeout") or 0)
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        if mark is None:
+            if default:
+                item.add_marker(pytest.mark.timeout(scaled(default)), append=False)
+            continue
+        seconds = mark.args[0] if mark.args else mark.kwargs.get("timeout", default)
+        options = {key: value for key, value in mark.kwargs.items() if key != "timeout"}
+        scaled_mark = pytest.mark.timeout(scaled(float(seconds)), *mark.args[1:], **options)
+        item.add_marker(scaled_mark, append=False)

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.timeouts import scaled
+
 SSHD = "/usr/sbin/sshd"
 
 
@@ -74,7 +76,7 @@ def local_sshd(base: Path, hosts: Mapping[str, Mapping[str, str]]) -> Iterator[P
     with log.open("wb") as out:
         proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd_config)], stdout=out, stderr=out)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         first = next(iter(hosts))
         while True:
             assert proc.poll() is None, log.read_text()

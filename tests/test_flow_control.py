@@ -17,6 +17,7 @@ from ptyvisor.server.renderer import SKIP_STEP
 from ptyvisor.server.session.reader import INGEST_BYTES
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.wire.protocol import SERVER_MESSAGE, Attached, SnapshotMessage
+from tests.timeouts import scaled
 
 from .conftest import TOKEN, RunningServer, output_until
 from .server.test_webpage import get
@@ -75,7 +76,7 @@ async def test_slow_client_does_not_stall_fast_one(server: RunningServer, client
         total = 0
         lagging: list[object] = []
         tail = b""
-        with anyio.fail_after(100):
+        with anyio.fail_after(scaled(100)):
             while b"FLOOD-END" not in tail:
                 # Per event, as long as the whole: a busy machine (run H) once starved
                 # this in-process client for over next_event's default 10 s.
@@ -105,7 +106,7 @@ async def test_slow_client_does_not_stall_fast_one(server: RunningServer, client
         # continues from its seq, ending with the same final output.
         resynced = False
         received = b""
-        with anyio.fail_after(30):
+        with anyio.fail_after(scaled(30)):
             while b"FLOOD-END" not in received[-200:]:
                 message = await slow.recv()
                 if isinstance(message, bytes):
@@ -150,7 +151,7 @@ async def test_clients_that_lag_together_share_snapshots_and_stay_exact(
         expected.feed(final.screen.ansi.encode())
         for ws in slow:
             screen = HeadlessTerminal(60, 12)  # attached before the flood: from seq 0
-            with anyio.fail_after(60):
+            with anyio.fail_after(scaled(60)):
                 while "FLOOD-END" not in "\n".join(screen.display):
                     message = await ws.recv()
                     if isinstance(message, bytes):

@@ -32,6 +32,7 @@ from ptyvisor.wire.protocol import (
     Hello,
     Sessions,
 )
+from tests.timeouts import scaled
 
 from .conftest import TOKEN, RunningServer, assert_echoes, poll
 
@@ -54,7 +55,7 @@ async def reply_to(ws: ClientConnection, message: str | bytes) -> Error | Sessio
     await ws.send(json.dumps({"type": "list", "req_id": probe}))
     first: Error | Sessions | None = None
     while True:
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             parsed = SERVER_MESSAGE.validate_json(await ws.recv())
         if isinstance(parsed, Error) and first is None:
             first = parsed
@@ -258,7 +259,7 @@ async def test_send_keys_is_parsed_in_one_pass_and_bounded(
                 await ws.send(flood)
             errors = 0
             while errors < 12:
-                with anyio.fail_after(30):
+                with anyio.fail_after(scaled(30)):
                     parsed = SERVER_MESSAGE.validate_json(await ws.recv())
                 if isinstance(parsed, Error):
                     assert parsed.code == "bad_message", parsed
@@ -335,7 +336,7 @@ async def test_events_pushed_to_a_client_that_never_reads_close_it(
         await ws.send(json.dumps({"type": "attach", "session": session.id}))
         await client.input(session.id, f"{sys.executable} flood.py\n")
         await poll(flood_done, wait=30)
-        with anyio.fail_after(30):
+        with anyio.fail_after(scaled(30)):
             with pytest.raises(ConnectionClosed):
                 while True:
                     await ws.recv()
@@ -362,7 +363,7 @@ async def test_a_bug_in_one_connection_ends_only_that_connection(
     await ws.send(json.dumps({"type": "list", "req_id": "explode"}))
     with pytest.raises(ConnectionClosed) as closed:
         while True:
-            with anyio.fail_after(15):
+            with anyio.fail_after(scaled(15)):
                 await ws.recv()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011
     failures = [r for r in caplog.records if "injected bug" in (r.exc_text or str(r.exc_info))]

@@ -24,6 +24,7 @@ from ptyvisor.agents.activity import (
     ActivityPhase,
 )
 from ptyvisor.client.client import Client
+from tests.timeouts import scaled
 
 from .conftest import screen_showing
 
@@ -49,7 +50,7 @@ async def activity(client: Client, session_id: str) -> Activity:
 
 
 async def wait_phase(client: Client, session_id: str, phase: ActivityPhase) -> Activity:
-    with anyio.fail_after(15):
+    with anyio.fail_after(scaled(15)):
         while True:
             current = await activity(client, session_id)
             if current.phase is phase:

@@ -21,6 +21,7 @@ from ptyvisor.wire.protocol import (
     ProcessChanged,
     SnapshotMessage,
 )
+from tests.timeouts import scaled
 
 from .conftest import TOKEN, RunningServer, output_until, until
 
@@ -128,7 +129,7 @@ async def test_a_lagging_client_gets_its_snapshot_before_the_exit(
     await client.input(session.id, "\n")
     await until(client, lambda e: isinstance(e, ProcessChanged) and e.process.state == "exited")
     screen: HeadlessTerminal | None = None  # the last lagging snapshot, and output since
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         while "process" not in kinds:
             message = await slow.recv()
             if isinstance(message, bytes):

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ptyvisor.agents.via import HELLO, ViaSetup, missing
 from ptyvisor.wire.frames import decode_frame, new_nonce
 from ptyvisor.wire.scanner import FrameScanner
+from tests.timeouts import scaled
 
 from ..conftest import env_without_ptyvisor
 
@@ -69,7 +70,7 @@ def _read_until(
 ) -> tuple[bytes, list[bytes]]:
     """Read the far side's terminal until ``done(output, frames)``, or its end."""
     output, frames = b"", list[bytes]()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + scaled(20)
     while not done(output, frames):
         assert time.monotonic() < deadline, output
         try:

@@ -33,6 +33,7 @@ from ptyvisor.cli.tty_attach import parse_key
 from ptyvisor.client.client import Client
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.wire.protocol import Captured, SessionSummary
+from tests.timeouts import scaled
 
 from ..conftest import ECHO_READS, start_serve, wait_for
 from ..server.test_control import ASK, BASH, WRAPPER
@@ -241,7 +242,7 @@ class Term:
 
     def expect(self, needle: bytes, *, timeout: float = 10, start: int = 0) -> int:
         """Read until ``needle`` appears in the output after ``start``; its end offset."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while (found := self.output.find(needle, start)) < 0:
             if self.eof or time.monotonic() > deadline:
                 raise AssertionError(f"no {needle!r} in output: {self.output[-3000:]!r}")
@@ -249,7 +250,7 @@ class Term:
         return found + len(needle)
 
     def read_to_eof(self, *, timeout: float = 10) -> bytes:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while not self.eof:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no EOF; output so far: {self.output[-3000:]!r}")

@@ -25,6 +25,7 @@ from ptyvisor.agents.launch import AGENTS
 from ptyvisor.cli import completion
 from ptyvisor.cli.grammar import build_parser
 from ptyvisor.terminal import HeadlessTerminal
+from tests.timeouts import scaled
 
 from ..conftest import env_without_ptyvisor
 
@@ -190,7 +191,7 @@ class Shell:
 
     def shows(self, line: str, *, timeout: float = 15) -> None:
         """Read until the screen holds ``line`` as a whole line."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while line not in self.screen():
             remaining = deadline - time.monotonic()
             if remaining <= 0:

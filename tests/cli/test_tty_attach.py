@@ -31,6 +31,7 @@ from ptyvisor.cli.tty_attach import (
     parse_key,
 )
 from ptyvisor.client.client import Client
+from tests.timeouts import scaled
 
 from ..conftest import ECHO_READS, TOKEN, Pty, RunningServer, output_until, poll, wait_for
 
@@ -144,7 +145,7 @@ class Running:
 
     async def finished(self) -> int | None:
         """What ``run`` returned, once it has."""
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             await self.done.wait()
         return self.result[0]
 

@@ -24,6 +24,7 @@ from ptyvisor.client.client import Client as PtyvisorClient
 from tests.agents.clis.fake_model import FakeModelServer, Reply, Request
 from tests.agents.clis.installed import agent_bin_dir
 from tests.agents.clis.offline import offline_env
+from tests.timeouts import scaled
 
 from ..conftest import PTYVISOR_BIN, TOKEN, poll, start_serve
 
@@ -95,7 +96,7 @@ async def test_an_agent_driven_through_mcp(tmp_path: Path) -> None:
                 await call(client, "wait_for", session_ref="worker", until="working")
                 ready = await call(client, "wait_for", session_ref="worker", until="ready")
                 assert ready["phase"] == "waiting"
-                with anyio.fail_after(20):
+                with anyio.fail_after(scaled(20)):
                     while True:
                         screen = await call(client, "read_screen", session_ref="worker")
                         if any("MCP-DONE" in row for row in screen["rows"]):

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 import ptyvisor
 from ptyvisor.client.client import Client, Output
 from ptyvisor.client.ssh import Target, parse_target, ssh_argv
+from tests.timeouts import scaled
 
 from ..cli import test_commands as cli_tests
 from ..cli.test_commands import (
@@ -408,7 +409,7 @@ def test_a_caller_that_gives_up_on_a_slow_host_leaves_no_ssh_behind(
     async def give_up() -> float:
         async with anyio.create_task_group() as tg:
             tg.start_soon(connect)
-            with anyio.fail_after(20):
+            with anyio.fail_after(scaled(20)):
                 while not our_ssh():  # noqa: ASYNC110 - a process, no event to wait on
                     await anyio.sleep(0.02)
             started = time.monotonic()

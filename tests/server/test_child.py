@@ -18,6 +18,7 @@ import pytest
 from ptyvisor.keeper.proctable import ProcessTable
 from ptyvisor.keeper.spawn import start
 from ptyvisor.server.child import SIGNALS, Child, Exit
+from tests.timeouts import scaled
 
 from ..conftest import alive, poll
 
@@ -78,7 +79,7 @@ async def test_exit_records_a_code_or_a_signal_once() -> None:
     killed = Exit()
     killed.reaped(status_of(["sh", "-c", "kill -TERM $$"]))
     assert (killed.exit_code, killed.signal) == (None, signal.SIGTERM)
-    with anyio.fail_after(1):
+    with anyio.fail_after(scaled(1)):
         await killed.event.wait()
 
 
@@ -86,7 +87,7 @@ async def test_a_program_that_ignores_hup_is_killed_after_the_grace(tmp_path: Pa
     script = "trap '' HUP; echo armed; while :; do sleep 0.05; done"
     async with spawned(["sh", "-c", script], tmp_path) as child:
         await output_with(child, b"armed")
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             await child.terminate(ProcessTable(), grace=0.2)
         assert child.reaped and child.signal == signal.SIGKILL
 
@@ -101,7 +102,7 @@ async def test_terminate_hups_first_and_stops_jobs_in_other_process_groups(
         output = await output_with(child, b"\r\n")
         job = int(output.split(b"job=")[1].split()[0])
         assert os.getpgid(job) != child.pid and os.getsid(job) == child.pid
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             await child.terminate(ProcessTable(), grace=10)
         assert child.reaped and child.signal == signal.SIGHUP
         await poll(lambda: _async(not alive(job)))
@@ -110,7 +111,7 @@ async def test_terminate_hups_first_and_stops_jobs_in_other_process_groups(
 async def test_a_stopped_program_still_gets_its_hup(tmp_path: Path) -> None:
     async with spawned(["sleep", "600"], tmp_path) as child:
         child.send_signal(signal.SIGSTOP)
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             await child.terminate(ProcessTable(), grace=10)  # HUP then CONT: no KILL
         assert child.signal == signal.SIGHUP
 
@@ -120,7 +121,7 @@ async def test_terminate_of_a_reaped_program_with_nothing_left_returns_at_once(
 ) -> None:
     async with spawned(["true"], tmp_path) as child:
         await poll(lambda: _async(child.poll()))
-        with anyio.fail_after(1):
+        with anyio.fail_after(scaled(1)):
             await child.terminate(ProcessTable(), grace=60)
         assert child.exit_code == 0
         child.send_signal(signal.SIGKILL)  # reaped: no signal to a reused pid, no error

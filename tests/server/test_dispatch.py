@@ -28,6 +28,7 @@ from ptyvisor.server.outbox import Outbox
 from ptyvisor.server.session import MAX_MESSAGE, Session
 from ptyvisor.server.supervisor import Supervisor
 from ptyvisor.wire.protocol import CLIENT_MESSAGE, Captured, ClientMessage, Ok, Spawned
+from tests.timeouts import scaled
 
 from ..conftest import child_env, poll
 
@@ -177,7 +178,7 @@ async def test_messages_are_refused_blank_too_long_or_with_no_turn_running(
 async def test_a_signal_to_a_program_that_has_exited_is_refused(harness: Harness) -> None:
     sid = await harness.spawn("true")
     session = harness.supervisor.get(sid)
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         await session.exited.wait()
     with pytest.raises(RequestError) as refused:
         await harness(type="signal", session=sid, signal="INT")

@@ -17,6 +17,7 @@ from ptyvisor.errors import SpawnError
 from ptyvisor.server.keeperlink import KeeperLink
 from ptyvisor.wire import link as wire
 from ptyvisor.wire.link import ProgramSpec
+from tests.timeouts import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +69,7 @@ async def test_malformed_and_short_messages_cost_only_themselves() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(keeper_side)
         tg.start_soon(lambda: link.run(on_stop=stopped.set, on_restart=anyio.lowlevel.checkpoint))
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             with pytest.raises(SpawnError, match="came with 1 descriptors, not 2"):
                 await owner.start(spec("s1"))
             with pytest.raises(SpawnError, match="no"):  # the loop lives on

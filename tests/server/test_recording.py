@@ -23,6 +23,7 @@ from ptyvisor.server.recording import Screen as RecordedScreen
 from ptyvisor.server.serving import run_server
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.wire.protocol import ProcessChanged
+from tests.timeouts import scaled
 
 from ..conftest import PTYVISOR_BIN, TOKEN, RunningServer, child_env, poll, until
 
@@ -93,7 +94,7 @@ async def exact_output(url: str, session_id: str) -> bytes:
 
 async def cli(url: str, command: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     """The real command line, against the server this test runs."""
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         return await anyio.run_process(
             [PTYVISOR_BIN, command, "--url", url, *args],
             env={**os.environ, "PTYVISOR_TOKEN": TOKEN},

@@ -21,6 +21,7 @@ from ptyvisor.errors import ServerError
 from ptyvisor.server.identity import Identity
 from ptyvisor.server.records import FILE, MIGRATIONS, Records
 from ptyvisor.server.serving import run_server
+from tests.timeouts import scaled
 
 from ..conftest import (
     PTYVISOR_BIN,
@@ -418,7 +419,7 @@ async def test_records_locked_by_another_process_never_hold_the_loop(
         )
         assert holder.stdin is not None and holder.stdout is not None
         try:
-            with anyio.fail_after(30):
+            with anyio.fail_after(scaled(30)):
                 assert (await holder.stdout.receive()).strip() == b"locked"
             await client.rename(renamed.id, "waits")
             order: list[str] = []
@@ -436,7 +437,7 @@ async def test_records_locked_by_another_process_never_hold_the_loop(
             assert order == ["echo", "records"]
         finally:
             await holder.stdin.send(b"\n")
-            with anyio.fail_after(30):
+            with anyio.fail_after(scaled(30)):
                 await holder.wait()
 
         async def landed() -> bool:

@@ -21,6 +21,7 @@ from websockets.asyncio.client import connect
 from ptyvisor.client.client import Client
 from ptyvisor.errors import ServerError
 from ptyvisor.wire.protocol import SERVER_MESSAGE, Hello
+from tests.timeouts import scaled
 
 from ..conftest import (
     TOKEN,
@@ -380,7 +381,7 @@ def test_spawning_past_the_descriptors_is_a_typed_error_and_serving_goes_on(
                 Client.connect(url, TOKEN) as client,
             ):
                 spawned: list[str] = []
-                with anyio.fail_after(120):
+                with anyio.fail_after(scaled(120)):
                     while True:
                         try:
                             spawned.append((await client.spawn(["sleep", "600"])).id)

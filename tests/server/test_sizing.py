@@ -14,6 +14,7 @@ from ptyvisor.client.client import Client
 from ptyvisor.errors import ServerError
 from ptyvisor.server.sizing import SizePolicy
 from ptyvisor.wire.protocol import Error, TermSize
+from tests.timeouts import scaled
 
 from ..conftest import TOKEN, RunningServer, output_until, poll
 
@@ -93,7 +94,7 @@ async def test_a_viewer_never_types_or_resizes(server: RunningServer) -> None:
         assert await size_of(viewer, session.id) == TermSize(cols=90, rows=30)
         # Typing (binary input) is refused with a typed error, and nothing reaches the program.
         await viewer.send_input(b"echo from-viewer\n")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while True:
                 event = await viewer.next_event(10)
                 if isinstance(event, Error):

@@ -15,6 +15,7 @@ from ptyvisor.server.outbox import Outbox
 from ptyvisor.server.session import Session
 from ptyvisor.server.supervisor import Supervisor
 from ptyvisor.wire.protocol import SessionSummary
+from tests.timeouts import scaled
 
 from ..conftest import child_env, poll
 
@@ -27,7 +28,7 @@ async def start(supervisor: Supervisor, argv: list[str], name: str | None = None
 
 
 async def ended(session: Session) -> Session:
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         await session.exited.wait()
     return session
 

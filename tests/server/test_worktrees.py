@@ -15,6 +15,7 @@ import pytest
 from ptyvisor.errors import SpawnError, WorktreeKept
 from ptyvisor.server import worktrees
 from ptyvisor.server.supervisor import Supervisor
+from tests.timeouts import scaled
 
 from ..conftest import (
     PTYVISOR_BIN,
@@ -111,7 +112,7 @@ async def test_a_session_in_a_worktree_runs_again_there_and_closes_with_it(
     )  # fmt: skip
     summary = first.summary()
     assert summary.worktree is not None and summary.cwd == f"{summary.worktree}/src"
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         await first.exited.wait()
     shown = first.log.read(0).decode()
     assert f"ptyvisor/{first.id}" in shown and summary.cwd in shown
@@ -119,7 +120,7 @@ async def test_a_session_in_a_worktree_runs_again_there_and_closes_with_it(
     again = await supervisor.resume(first.id, rerun=True)
     assert again.summary().cwd == summary.cwd  # rerun in the same worktree
     await supervisor.close(first.id, remove_worktree=False)
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         await again.exited.wait()
     await supervisor.close(again.id, remove_worktree=True)
     assert not await anyio.Path(summary.worktree).exists()

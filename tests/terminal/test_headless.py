@@ -23,6 +23,7 @@ import pytest
 from ptyprocess import PtyProcess
 
 from ptyvisor.terminal import HeadlessTerminal
+from tests.timeouts import scaled
 
 from .support import CAPTURED, CSI, ESC, make, round_trip, state, text
 
@@ -52,7 +53,7 @@ class PtyRun:
 
     def pump(self, until: Callable[[HeadlessTerminal], bool], *, wait: float = 15) -> None:
         """Feed output until ``until`` holds and the program has been quiet a moment."""
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + scaled(wait)
         quiet_since = time.monotonic()
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.fd], [], [], 0.05)
@@ -123,7 +124,7 @@ def tmux_showing(data: bytes, cols: int, rows: int, workdir: Path) -> Iterator[C
 
 def pane_rows(tmux: Callable[..., str], rows: int, expected: list[str]) -> list[str]:
     """The pane's text rows (rstripped), polled until they match or time runs out."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while True:
         shown = [r.rstrip() for r in tmux("capture-pane", "-p").split("\n")][:rows]
         shown += [""] * (rows - len(shown))

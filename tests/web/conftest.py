@@ -31,6 +31,8 @@ from playwright.sync_api import (
 )
 from websockets.sync.client import connect as ws_connect
 
+from tests.timeouts import scaled
+
 from ..conftest import start_serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +54,7 @@ SERVING_LINE = re.compile(r"^ptyvisor \S+ serving on ws://([^/\s]+)/$", re.MULTI
 
 T = TypeVar("T")
 
-expect.set_options(timeout=15_000)
+expect.set_options(timeout=scaled(15) * 1000)
 
 
 @dataclass
@@ -242,7 +244,7 @@ def open_tab(browser: BrowserContext) -> Page:
             else None
         ),
     )
-    tab.set_default_timeout(15_000)
+    tab.set_default_timeout(scaled(15) * 1000)
     _TAB_PROBLEMS[id(tab)] = problems
     return tab
 
@@ -327,6 +329,6 @@ def wait_for_terminal(tab: Page, pattern: str, timeout: float = 15) -> list[str]
     tab.wait_for_function(
         "pattern => window.ptyvisorDebug.terminalLines().some(l => new RegExp(pattern).test(l))",
         arg=pattern,
-        timeout=timeout * 1000,
+        timeout=scaled(timeout) * 1000,
     )
     return terminal_lines(tab)

@@ -25,6 +25,8 @@ import pytest
 from anyio.from_thread import BlockingPortal
 from playwright.sync_api import Page, expect
 
+from tests.timeouts import scaled
+
 from ..agents.clis.fake_model import FakeModelServer, Reply, Request, ToolResult
 from ..agents.clis.installed import agent_bin_dir
 from ..agents.clis.offline import offline_env
@@ -38,7 +40,7 @@ QUESTION = "Which colour?"
 OPTIONS = ["Red", "Blue", "Green"]
 FIRST_PROMPT = "Write the approved file"
 SECOND_PROMPT = "Ask me for a colour"
-AGENT_WAIT = 60.0
+AGENT_WAIT = scaled(60)
 """Seconds for anything the agent does: generous, for a busy two-core machine."""
 BADGES = [
     "Starting",

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.timeouts import scaled
+
 from ..conftest import PTYVISOR_BIN, wait_for
 from .conftest import (
     PYTHON,
@@ -230,7 +232,7 @@ def test_server_restart(tmp_path: Path, page: Page) -> None:
     # Sessions do not survive a stop, and the page says what became of its pane.
     server = start_server(tmp_path, "--token", token, port=port, run="second")
     try:
-        expect(banner).to_be_hidden(timeout=20_000)
+        expect(banner).to_be_hidden(timeout=scaled(20) * 1000)
         expect(page.locator("#empty-title")).to_have_text("Session gone")
         expect(page.locator("#toast")).to_have_text(
             "Server restarted — 1 session is gone (see Past sessions)"
@@ -243,7 +245,9 @@ def test_server_restart(tmp_path: Path, page: Page) -> None:
     # Back with another token: this tab's token no longer works, and it says so.
     server = start_server(tmp_path, "--token", "another-token-" + "a" * 20, port=port, run="third")
     try:
-        expect(page.get_by_role("heading", name="Not authorised")).to_be_visible(timeout=20_000)
+        expect(page.get_by_role("heading", name="Not authorised")).to_be_visible(
+            timeout=scaled(20) * 1000
+        )
         expect(page.locator("#unauthorised-reason")).to_contain_text("no longer accepts")
     finally:
         server.stop()

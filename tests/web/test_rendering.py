@@ -11,6 +11,8 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Browser, FloatRect, Page, Route
 
+from tests.timeouts import scaled
+
 from .conftest import SCREENSHOTS, Server, login, spawn_from_form, tab_in_context, wait_for_terminal
 
 BACKGROUND = (0x0B, 0x0F, 0x14)
@@ -91,7 +93,7 @@ def _misdrawn(tab: Page) -> list[str]:
                 failing.append(glyph)
         return failing
 
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + scaled(15)
     while (failing := wrong()) and time.monotonic() < deadline:
         tab.wait_for_timeout(100)
     return failing

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 from urllib.parse import parse_qs, urlsplit
 
+from tests.timeouts import scaled
+
 __all__ = [
     "ASK_TOOLS",
     "SHELL_TOOLS",
@@ -535,7 +537,7 @@ class FakeModelServer:
     ) -> Request:
         """The first request at index ``since`` or later matching ``predicate``; waits up to
         ``wait`` seconds, then fails listing what did arrive."""
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + scaled(wait)
         while True:
             changed = self._changed
             for request in self.requests[since:]:

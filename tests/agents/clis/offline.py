@@ -30,6 +30,7 @@ import ptyprocess
 
 from ptyvisor.agents.launch import read_jsonc
 from ptyvisor.terminal import HeadlessTerminal
+from tests.timeouts import scaled
 
 from .installed import agent_bin_dir
 
@@ -429,7 +430,7 @@ class AgentTui:
         """Wait for the program to exit and its PTY to close; returns its exit code
         (``None`` when killed by a signal). Fails if it is still running after ``wait``."""
         assert self._process is not None
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + scaled(wait)
         while self._process.isalive():
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self.argv[0]} still running after {wait} s\n{self.screen}")
@@ -453,7 +454,7 @@ class AgentTui:
             for pid in members:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, sig)
-            deadline = time.monotonic() + 2
+            deadline = time.monotonic() + scaled(2)
             while time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
                 if not _session_members(process.pid):
@@ -488,7 +489,7 @@ class AgentTui:
             check = functools.partial(_matches, expected)
         else:
             check = expected
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + scaled(wait)
         while True:
             screen = self.screen
             if check(screen):
@@ -502,7 +503,7 @@ class AgentTui:
 
     async def settle(self, quiet: float = 0.3, *, wait: float = 5.0) -> None:
         """Wait until the program has written nothing for ``quiet`` seconds."""
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + scaled(wait)
         size = len(self.output)
         last = time.monotonic()
         while time.monotonic() < deadline:

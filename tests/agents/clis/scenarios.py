@@ -26,6 +26,7 @@ from ptyvisor.errors import ServerError
 from tests.agents.clis.fake_model import FakeModelServer, Reply, Request
 from tests.agents.clis.ready import PROMPT_SHOWN, answer_startup_dialogs, with_startup
 from tests.agents.clis.under_ptyvisor import FULL_TURN_PHASES, AgentRun, Screen, agent_session, row
+from tests.timeouts import scaled
 
 ENTER = "\r"
 ESC = "\x1b"
@@ -281,7 +282,7 @@ async def held(run: AgentRun, ident: str, *, wait: float = 20) -> None:
     """Until the hook's request for ``ident`` is held on the control socket: an answer
     that never fits (a suggestion without behavior) is ``gone`` before, ``bad_request``
     from then on."""
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         while (await error_of(run, ident, suggestion=99)).code != "bad_request":  # noqa: ASYNC110 - polls the server
             await anyio.sleep(0.1)
 

@@ -23,6 +23,7 @@ from ptyvisor.agents.activity import ActivityPhase
 from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.ready import PROMPT_SHOWN
 from tests.agents.clis.under_ptyvisor import AgentRun, agent_session, cleared_to_working
+from tests.timeouts import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -185,7 +186,7 @@ def _style(ansi: str, label: str) -> str | None:
 
 
 async def _wait_ansi(run: AgentRun, predicate: Callable[[str], bool], wait: float = 5) -> None:
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         while True:
             if predicate(await _ansi(run)):
                 return
@@ -195,7 +196,7 @@ async def _wait_ansi(run: AgentRun, predicate: Callable[[str], bool], wait: floa
 async def _settled(run: AgentRun, quiet: float = 1.0, wait: float = 10) -> ActivityPhase:
     """The phase once no activity change has arrived for ``quiet`` seconds (late frames
     from the agent must not take the phase anywhere else)."""
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         while True:
             count = len(run.changes)
             await anyio.sleep(quiet)

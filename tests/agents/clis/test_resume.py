@@ -28,6 +28,7 @@ from tests.agents.clis.installed import agent_bin_dir
 from tests.agents.clis.offline import offline_env
 from tests.agents.clis.ready import PROMPT_SHOWN, answer_startup_dialogs
 from tests.agents.clis.under_ptyvisor import AgentRun, Screen
+from tests.timeouts import scaled
 
 from ...conftest import PTYVISOR_BIN, TOKEN, start_serve
 
@@ -82,7 +83,7 @@ class Serve:
 async def recorded(state_dir: Path, session: str, native: str, *, wait: float = 30) -> None:
     """Wait until the records on disk hold ``native`` as the session's agent id."""
     path = state_dir / records.FILE
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         while True:
             with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
                 row = db.execute(
@@ -110,7 +111,7 @@ def _reap(pids: list[int], *, wait: float) -> None:
     child (an orphan reaches its subreaper only when its parent has died), or by
     whoever else it belonged to."""
     left = set(pids)
-    deadline = time.monotonic() + wait
+    deadline = time.monotonic() + scaled(wait)
     while left:
         for pid in list(left):
             with contextlib.suppress(ChildProcessError):
@@ -139,7 +140,7 @@ def _descendants(root: int) -> list[int]:
 async def phase_is(run: AgentRun, phase: str, *, wait: float = 30) -> None:
     """Wait until the session's state is ``phase`` (however long before now it got
     there: an attach brings no event for the activity as it stands)."""
-    with anyio.fail_after(wait):
+    with anyio.fail_after(scaled(wait)):
         while True:
             listed = {s.id: s for s in await run.client.list()}
             if listed[run.session_id].activity.phase.value == phase:

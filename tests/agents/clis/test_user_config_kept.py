@@ -15,6 +15,7 @@ from tests.agents.clis.fake_model import FakeModelServer, Reply
 from tests.agents.clis.offline import GEMINI_SETTINGS
 from tests.agents.clis.ready import prompt_at_ready
 from tests.agents.clis.under_ptyvisor import agent_session
+from tests.timeouts import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -90,7 +91,7 @@ USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
 
 async def ran(marker: Path) -> None:
     """Until the user's own hook has left its marker file."""
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         while not marker.exists():  # noqa: ASYNC110, ASYNC240 - a local file: nothing to await
             await anyio.sleep(0.1)
 

@@ -20,6 +20,7 @@ from tests.agents.clis.installed import agent_bin_dir
 from tests.agents.clis.offline import offline_env
 from tests.agents.clis.ready import PROMPT_SHOWN
 from tests.agents.clis.under_ptyvisor import agent_session
+from tests.timeouts import scaled
 
 from ...sshd import local_sshd
 
@@ -82,7 +83,7 @@ async def test_pi_through_ssh_reports_as_if_it_ran_here(tmp_path: Path) -> None:
                 await run.wait_phase("stopped", since=mark, wait=20)
                 # Pi reports its end before it exits, and ssh ends after it: only a
                 # session whose program has ended can be resumed.
-                with anyio.fail_after(30):
+                with anyio.fail_after(scaled(30)):
                     while listed.process.state != "exited":
                         await anyio.sleep(0.1)
                         listed = {s.id: s for s in await run.client.list()}[run.session_id]
@@ -90,7 +91,7 @@ async def test_pi_through_ssh_reports_as_if_it_ran_here(tmp_path: Path) -> None:
                 # Resumed through the same wrapper, on the same conversation over there.
                 again = await run.client.resume(run.session_id)
                 assert again.command[: len(via) + 1] == [*via, "pi"]
-                with anyio.fail_after(60):
+                with anyio.fail_after(scaled(60)):
                     while again.activity.source != "extension":
                         await anyio.sleep(0.1)
                         again = {s.id: s for s in await run.client.list()}[again.id]

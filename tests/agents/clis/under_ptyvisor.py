@@ -29,6 +29,7 @@ from ptyvisor.wire.protocol import ActivityChanged
 from tests.agents.clis.fake_model import FakeModelServer, Request
 from tests.agents.clis.installed import agent_bin_dir
 from tests.agents.clis.offline import offline_env
+from tests.timeouts import scaled
 
 TOKEN = "agents-token-" + "z" * 20
 Screen = str | re.Pattern[str] | Callable[[str], bool]
@@ -88,7 +89,7 @@ class AgentRun:
     async def wait_screen(self, expected: Screen, *, wait: float = 60) -> str:
         last = ""
         try:
-            with anyio.fail_after(wait):
+            with anyio.fail_after(scaled(wait)):
                 while True:
                     last = await self.screen()
                     if shows(expected, last):
@@ -130,7 +131,7 @@ class AgentRun:
     ) -> ActivityChanged:
         """The first activity change from index ``since`` on that satisfies ``predicate``."""
         try:
-            with anyio.fail_after(wait):
+            with anyio.fail_after(scaled(wait)):
                 while True:
                     for change in self.changes[since:]:
                         if predicate(change):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ptyvisor.agents.hooks import decide
 from ptyvisor.wire import control
+from tests.timeouts import scaled
 
 from .conftest import ControlSocket, Reply, answer
 
@@ -39,7 +40,7 @@ def test_it_holds_for_as_long_as_the_user_takes(
     serving: Callable[[Reply], ControlSocket],
 ) -> None:
     def later(conn: socket.socket, _request: bytes) -> None:
-        deadline = time.monotonic() + decide.CONNECT_TIMEOUT * 3
+        deadline = time.monotonic() + scaled(decide.CONNECT_TIMEOUT * 3)
         while time.monotonic() < deadline:  # the user is thinking: the peer's pace
             time.sleep(0.05)
         conn.sendall(control.Decision("deny", message="no").line())
@@ -99,7 +100,7 @@ def test_a_queued_message_is_taken_and_acknowledged_once_delivered(
     taken.delivered()
     request = control.read(json.loads(server.received[0]), control.TakeMessage)
     assert (request.session, request.nonce) == ("s1", "n" * 32)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + scaled(15)
     while not server.after and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.after == [control.Delivered().line()]

@@ -13,6 +13,7 @@ import pytest
 
 from ptyvisor.client.client import Client
 from ptyvisor.server.session.reader import READ_ALONE, READ_SLICE, TOGETHER_SECONDS, Readers
+from tests.timeouts import scaled
 
 from ...conftest import TOKEN, RunningServer, output_until
 
@@ -68,7 +69,7 @@ async def test_a_flood_does_not_starve_another_sessions_echo(server: RunningServ
         argv = [sys.executable, "-c", VIEWER, server.url, TOKEN, flood.id]
         async with await anyio.open_process(argv, stderr=None) as viewer:
             assert viewer.stdout is not None
-            with anyio.fail_after(30):
+            with anyio.fail_after(scaled(30)):
                 assert (await viewer.stdout.receive()).startswith(b"attached")
             busy = await echo_times(typist, echo.id, 20)
             viewer.kill()

@@ -23,6 +23,7 @@ from ptyvisor.server.identity import Identity
 from ptyvisor.server.outbox import Outbox, Tracked
 from ptyvisor.server.session.session import EXIT_DRAIN_SECONDS, Session, now_ms
 from ptyvisor.wire.frames import encode_frame, new_nonce
+from tests.timeouts import scaled
 
 from ...conftest import poll
 from ..test_child import reap
@@ -114,7 +115,7 @@ async def running(
             yield session, listener
         finally:
             session.close()
-            with anyio.fail_after(30):
+            with anyio.fail_after(scaled(30)):
                 await session.finished.wait()
             tg.cancel_scope.cancel()
 
@@ -244,7 +245,7 @@ async def test_a_kill_ends_the_program_and_says_it_was_killed(tmp_path: Path) ->
     )
     async with running([sys.executable, "-c", script], tmp_path) as (session, listener):
         await until(lambda: b"ignoring HUP" in listener.seen())  # not before it does
-        with anyio.fail_after(20):
+        with anyio.fail_after(scaled(20)):
             await session.kill()
         await until(lambda: exit_of(listener) is not None)
         process = exit_of(listener)

@@ -13,6 +13,7 @@ import pytest
 from ptyvisor.agents.launch import SUBMIT_GAP
 from ptyvisor.client.client import Client, Output
 from ptyvisor.server.session.typed_input import SETTLE_LIMIT, TypedInput
+from tests.timeouts import scaled
 
 from ...test_ready_screen import stand_in
 
@@ -121,7 +122,7 @@ async def test_through_a_session_the_enter_comes_on_its_own_for_gemini(
     session = await client.spawn(argv, agent=agent, env=env)
     await client.attach(session.id, since=0)
     seen = b""
-    with anyio.fail_after(15):
+    with anyio.fail_after(scaled(15)):
         while b"ready" not in seen:
             event = await client.next_event()
             if isinstance(event, Output):
