@@ -12,7 +12,15 @@ not a network's.
   alternate, and each figure is the median of its rounds.
 - **latency**: one request's round trip (``list``) over an open connection, ``ssh://``
   against ``ws://``; and opening a connection (for ``ssh://``: ssh, ``dial-stdio``, the
-  greeting and the WebSocket handshake).
+  greeting and the WebSocket handshake); beside them, the SSH channel's own round trip
+  (a line through ``ssh far cat``), which no request over ``ssh://`` can beat.
+
+What bounds the relay (measured on a quiet 2-core machine, 128 MB, 5 rounds): it
+matches ``ws://`` directly (1.06 of it), because the server's read path is the limit
+(``bench_all`` row 4: a session's output reaches a client at 55-80 MB/s, where a PTY
+alone is read at 150-170 MB/s and most of the server's time is the PTY's reads).
+``ssh far cat`` reads a pipe, not a PTY, and is several times faster than any PTY;
+``ssh -tt far cat`` goes through a PTY there, as a session's output does.
 """
 
 from __future__ import annotations
@@ -81,6 +89,24 @@ async def relay_seconds(
     raise SystemExit("the stream ended early")
 
 
+def channel_round_trip_ms(config: Path, count: int) -> float:
+    """Median ms for one line to go through ``ssh far cat`` and back: the SSH
+    channel's own round trip, which a request over ``ssh://`` cannot beat."""
+    argv = ["ssh", "-F", str(config), "-T", "far", "cat"]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as cat:
+        assert cat.stdin is not None and cat.stdout is not None
+        took = []
+        for _ in range(count + 1):
+            started = time.perf_counter()
+            os.write(cat.stdin.fileno(), b"ping\n")
+            got = b""
+            while not got.endswith(b"\n"):
+                got += os.read(cat.stdout.fileno(), 64)
+            took.append((time.perf_counter() - started) * 1000)
+        cat.stdin.close()
+    return statistics.median(took[1:])  # the first also waits for cat to start
+
+
 async def round_trip_ms(url: str, token: str | None, count: int) -> tuple[float, float]:
     """(median ms of a ``list`` on an open connection, ms to open one)."""
     started = time.perf_counter()
@@ -115,9 +141,15 @@ async def measure(url: str, config: Path, path: Path, size: int, rounds: int) ->
     progress("latency")
     ssh_ms, ssh_open = await round_trip_ms("ssh://far", None, 200)
     ws_ms, ws_open = await round_trip_ms(url, TOKEN, 200)
+    channel_ms = await anyio.to_thread.run_sync(channel_round_trip_ms, config, 200)
     print("\nlatency (median of 200 requests on an open connection; opening one):")
     print(f"  ssh://  {ssh_ms:.2f} ms per request, {ssh_open:.0f} ms to connect")
     print(f"  ws://   {ws_ms:.2f} ms per request, {ws_open:.0f} ms to connect")
+    print(f"  the SSH channel's own round trip (a line through ssh far cat): {channel_ms:.2f} ms")
+    print(
+        f"  ssh:// adds {ssh_ms - ws_ms:.2f} ms to a request: {(ssh_ms - ws_ms) / channel_ms:.2f}"
+        " of the channel's round trip"
+    )
 
 
 def main() -> int:
