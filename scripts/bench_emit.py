@@ -118,9 +118,10 @@ def main() -> None:
     written = timed(inside, runs)
     time.sleep(0.1)
     assert received[0] > 0, "emit wrote no frames"
-    report("emit inside a session", written)
-    report("emit outside (no-op)", timed(base, runs))
+    outside = timed(base, runs)
     bare = statistics.median(timed(base, runs, [sys.executable, "-c", "pass"]))
+    report("emit inside a session", written, bare)
+    report("emit outside (no-op)", outside, bare)
     report("bare python -c pass", [bare])
 
     def variants(env: dict[str, str], agent: str, *event: str) -> dict[str, Variant]:

@@ -16,7 +16,7 @@ import pytest
 from ptyvisor.agents.launch import hook_argv
 from ptyvisor.wire.frames import FRAME_PREFIX
 
-from .conftest import env_without_ptyvisor
+from .conftest import PTYVISOR_BIN, env_without_ptyvisor
 
 STDLIB_ONLY = [
     "ptyvisor.keeper.keeper",
@@ -125,3 +125,25 @@ def test_a_hook_run_for_a_tool_call_imports_nothing_slow(agent: str, tmp_path: P
         os.close(slave)
     slow = {name: why for name, why in SLOW_IMPORTS.items() if name in hook - bare}
     assert slow == {}, f"{agent}'s hook imports {slow}"
+
+
+def test_the_ptyvisor_command_running_emit_imports_nothing_slow() -> None:
+    """``ptyvisor emit``, as a user's own hook runs it on every event: the installed
+    command (``bin/ptyvisor``, written by hand because pip's entry-point wrapper imports
+    ``re``) loads no slow module beyond what a bare interpreter with ``site`` loads."""
+    master, slave = os.openpty()
+    try:
+        env = {
+            **env_without_ptyvisor(),
+            "PTYVISOR_SESSION": "s1234567",
+            "PTYVISOR_NONCE": "0123456789abcdef0123456789abcdef",
+            "PTYVISOR_TTY": os.ttyname(slave),
+        }
+        emit = _loaded([PTYVISOR_BIN, "emit", "activity", "working"], env)
+        bare = _loaded(["-c", "pass"], env)
+        assert FRAME_PREFIX in os.read(master, 65536), "emit wrote no frame"
+    finally:
+        os.close(master)
+        os.close(slave)
+    slow = {name: why for name, why in SLOW_IMPORTS.items() if name in emit - bare}
+    assert slow == {}, f"ptyvisor emit imports {slow}"
