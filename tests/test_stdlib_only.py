@@ -5,10 +5,12 @@ outside the standard library and ptyvisor's own modules that keep the same promi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -94,19 +96,36 @@ def _loaded(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> set[str
     return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
 
 
+@contextlib.contextmanager
+def in_a_session() -> Iterator[tuple[dict[str, str], int]]:
+    """A session's environment for a hook or ``emit`` (a real PTY for its frames), and
+    the PTY's master, which has every frame written once the block ends."""
+    master, slave = os.openpty()
+    try:
+        yield (
+            {
+                **env_without_ptyvisor(),
+                "PTYVISOR_SESSION": "s1234567",
+                "PTYVISOR_NONCE": "0123456789abcdef0123456789abcdef",
+                "PTYVISOR_TTY": os.ttyname(slave),
+            },
+            master,
+        )
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def slow_ones(run: set[str], bare: set[str]) -> dict[str, str]:
+    return {name: why for name, why in SLOW_IMPORTS.items() if name in run - bare}
+
+
 @pytest.mark.parametrize("agent", sorted(TOOL_CALL_EVENTS))
 def test_a_hook_run_for_a_tool_call_imports_nothing_slow(agent: str, tmp_path: Path) -> None:
     """Every tool call runs the hook (twice, for Claude Code): a real run, in a real
     session's environment, loads no slow module beyond what a bare interpreter loads."""
-    master, slave = os.openpty()
-    try:
-        env = {
-            **env_without_ptyvisor(),
-            "PTYVISOR_SESSION": "s1234567",
-            "PTYVISOR_NONCE": "0123456789abcdef0123456789abcdef",
-            "PTYVISOR_TTY": os.ttyname(slave),
-            "GEMINI_CLI_HOME": str(tmp_path),
-        }
+    with in_a_session() as (env, master):
+        env["GEMINI_CLI_HOME"] = str(tmp_path)
         event = {
             "session_id": "5f1c2a8e-8b1e-4a56-9a0e-3c6d9f1b2a77",
             "hook_event_name": TOOL_CALL_EVENTS[agent],
@@ -120,30 +139,15 @@ def test_a_hook_run_for_a_tool_call_imports_nothing_slow(agent: str, tmp_path: P
         hook = _loaded(hook_argv(agent, *named)[1:], env, stdin)
         bare = _loaded([*hook_argv(agent)[1:3], "-c", "pass"], env)  # its flags: -I -S
         assert FRAME_PREFIX in os.read(master, 65536), "the hook wrote no frame"
-    finally:
-        os.close(master)
-        os.close(slave)
-    slow = {name: why for name, why in SLOW_IMPORTS.items() if name in hook - bare}
-    assert slow == {}, f"{agent}'s hook imports {slow}"
+    assert slow_ones(hook, bare) == {}, f"{agent}'s hook imports slow modules"
 
 
 def test_the_ptyvisor_command_running_emit_imports_nothing_slow() -> None:
     """``ptyvisor emit``, as a user's own hook runs it on every event: the installed
     command (``bin/ptyvisor``, written by hand because pip's entry-point wrapper imports
     ``re``) loads no slow module beyond what a bare interpreter with ``site`` loads."""
-    master, slave = os.openpty()
-    try:
-        env = {
-            **env_without_ptyvisor(),
-            "PTYVISOR_SESSION": "s1234567",
-            "PTYVISOR_NONCE": "0123456789abcdef0123456789abcdef",
-            "PTYVISOR_TTY": os.ttyname(slave),
-        }
+    with in_a_session() as (env, master):
         emit = _loaded([PTYVISOR_BIN, "emit", "activity", "working"], env)
         bare = _loaded(["-c", "pass"], env)
         assert FRAME_PREFIX in os.read(master, 65536), "emit wrote no frame"
-    finally:
-        os.close(master)
-        os.close(slave)
-    slow = {name: why for name, why in SLOW_IMPORTS.items() if name in emit - bare}
-    assert slow == {}, f"ptyvisor emit imports {slow}"
+    assert slow_ones(emit, bare) == {}, "ptyvisor emit imports slow modules"
