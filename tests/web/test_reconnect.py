@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from .conftest import (
     Server,
     login,
     screenshot,
+    session_entry,
     spawn_from_form,
     start_server,
     terminal_lines,
@@ -399,3 +401,29 @@ def test_a_session_started_while_connecting_waits_for_the_connection(
     wait_for_terminal(page, "^started-once$")
     sessions = server.request({"type": "list"})["sessions"]
     assert [s["name"] for s in sessions] == ["patient"]
+
+
+def test_a_reload_shows_the_history_the_page_had(tmp_path: Path, page: Page) -> None:
+    """The pane keeps as much scrollback as the server's terminals do (hello's
+    ``scrollback``), so a reload, whose attach brings back the server's scrollback and
+    screen, shows the lines the page showed, the oldest gone from both alike."""
+    server = start_server(tmp_path, "--scrollback", "300")
+    try:
+        login(page, server)
+        # The lines come live, once the page is attached (a key starts them): what the
+        # pane keeps of them is its own scrollback's doing, not a snapshot's.
+        script = "echo go?; read x; seq 1 3000; exec sleep 600"
+        spawn_from_form(page, f"sh -c {shlex.quote(script)}", name="count")
+        wait_for_terminal(page, r"^go\?$")
+        page.locator(".xterm-helper-textarea").focus()
+        page.keyboard.press("Enter")
+        wait_for_terminal(page, r"^3000$")
+        before = terminal_lines(page)
+        assert 300 < len(before) < 400 and before[-1] == "3000", before[:3]
+        page.reload()
+        expect(page.locator("#app")).to_be_visible()
+        expect(session_entry(page, "count")).to_have_attribute("aria-current", "true")
+        wait_for_terminal(page, r"^3000$")
+        assert terminal_lines(page) == before
+    finally:
+        server.stop()

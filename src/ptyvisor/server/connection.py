@@ -78,7 +78,12 @@ class Connection:
     async def run(self) -> None:
         """Serve the client until it leaves. A bug in handling it (anything but a
         closed connection) is logged once and ends this connection only (1011)."""
-        hello = Hello(server_version=__version__, agents=list(AGENTS), started_at=STARTED_AT)
+        hello = Hello(
+            server_version=__version__,
+            agents=list(AGENTS),
+            started_at=STARTED_AT,
+            scrollback=self._supervisor.config.scrollback,
+        )
         self.outbox.put_text(hello.model_dump_json())
         try:
             async with anyio.create_task_group() as tg:

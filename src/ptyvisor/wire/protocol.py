@@ -574,6 +574,13 @@ class Hello(_Model):
         description="Unix ms when this server process started: it changes when the server "
         "restarts (its sessions and their programs do not)",
     )
+    scrollback: int = Field(
+        default=0,
+        ge=0,
+        description="Lines of scrollback each session's terminal keeps here, so as many as a "
+        "snapshot (a cold attach) brings: a frontend that keeps as many shows the same "
+        "history after a reload as before it (0: not said, an older server)",
+    )
 
 
 class Sessions(_Model):

@@ -71,8 +71,9 @@ export const hello: Hello = {
   server_version: "0.1.0",
   agents: ["claude-code", "pi"],
   started_at: 1_700_000_000_000,
+  scrollback: 1000,
 };
-// @ts-expect-error: agents and started_at have defaults but are always sent
+// @ts-expect-error: agents, started_at and scrollback have defaults but are always sent
 export const partialHello: Hello = { type: "hello", protocol: 1, server_version: "0.1.0" };
 
 export function label(summary: SessionSummary): string {

@@ -73,7 +73,7 @@
  * @property {TermSize} size
  * @property {{ansi: string, title: string}} screen
  *
- * @typedef {{type: "hello", protocol: number, server_version: string, agents?: string[], started_at?: number}} Hello
+ * @typedef {{type: "hello", protocol: number, server_version: string, agents?: string[], started_at?: number, scrollback?: number}} Hello
  * @typedef {{type: "sessions", req_id?: ReqId, sessions: SessionSummary[]}} SessionsMessage
  * @typedef {{type: "spawned", req_id?: ReqId, session: SessionSummary}} Spawned
  * @typedef {{type: "attached", req_id?: ReqId, session: SessionSummary, seq: number, live_seq: number, replay: "exact" | "snapshot", truncated: boolean, snapshot?: Snapshot | null}} Attached

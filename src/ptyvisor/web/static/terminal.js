@@ -66,8 +66,18 @@ const ARROWS = /** @type {Record<string, string>} */ ({ up: "A", down: "B", righ
 /** Schemes a link in the terminal may open; anything else is left as text. */
 const LINK_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 
-/** Most terminal scrollback the page keeps per pane. */
+/** Scrollback a pane keeps when the server does not say how much its sessions keep. */
 const SCROLLBACK_LINES = 5000;
+
+/**
+ * The scrollback a pane keeps: what the server's terminals keep (hello), so a reload,
+ * whose attach brings that much history back, shows what the pane showed before it.
+ * @param {{scrollback?: number} | null} hello
+ */
+export function scrollbackOf(hello) {
+  const lines = hello?.scrollback;
+  return typeof lines === "number" && lines > 0 ? lines : SCROLLBACK_LINES;
+}
 /** Bytes typed before the terminal is attached that are kept to send once it is. */
 const EARLY_INPUT_LIMIT = 16 * 1024;
 
@@ -134,7 +144,11 @@ export class TerminalPane extends EventTarget {
     connection.addEventListener("binary", (event) =>
       this._output(/** @type {CustomEvent<ArrayBuffer>} */ (event).detail),
     );
-    connection.addEventListener("open", () => this._reattach());
+    connection.addEventListener("open", () => {
+      // A restarted server may keep another amount (serve --scrollback).
+      if (this.term !== null) this.term.options.scrollback = scrollbackOf(connection.hello);
+      this._reattach();
+    });
     connection.addEventListener("state", () => {
       if (this.connection.state !== "open") {
         this.attached = false;
@@ -152,7 +166,7 @@ export class TerminalPane extends EventTarget {
     this.close();
     this.sessionId = id;
     this.position = null;
-    const { term, fitAddon, searchAddon } = createTerminal();
+    const { term, fitAddon, searchAddon } = createTerminal(scrollbackOf(this.connection.hello));
     // The page's own shortcuts must reach the page even while xterm has focus
     // (xterm would otherwise swallow them, Tab included).
     term.attachCustomKeyEventHandler((event) => !isPageShortcut(event));
