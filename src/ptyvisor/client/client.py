@@ -110,6 +110,64 @@ class ConnectionLost:
 Event = Output | ConnectionLost | ServerMessage
 
 
+async def dial(
+    url: str, token: str | None, *, autostart: bool = True, max_size: int | None
+) -> tuple[ClientConnection, Channel | None]:
+    """Open a WebSocket to a server: ``ws://``/``wss://`` directly, ``ssh://`` through
+    the user's ``ssh`` and ``dial-stdio`` there (with the far server's token unless
+    ``token`` is given). Returns the connection and, for ``ssh://``, its channel, which
+    the caller closes after the connection (`Channel.close`, blocking)."""
+    channel = None
+    sock = None
+    if is_ssh(url):
+        channel = await _open_channel(url, autostart)
+        token = token or channel.token
+        url, sock = "ws://localhost/", channel.sock
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        ws = await connect(
+            url,
+            sock=sock,
+            additional_headers=headers,
+            max_size=max_size,
+            compression=None,
+            open_timeout=10,
+        )
+    except BaseException:
+        if channel is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(channel.close)
+        raise
+    return ws, channel
+
+
+async def _open_channel(url: str, autostart: bool) -> Channel:
+    """`open_channel` in a thread that a cancellation (a caller's timeout) leaves
+    behind at once; a channel it opens after that is closed, never leaked."""
+    lock = threading.Lock()
+    opened: list[Channel] = []
+    abandoned = threading.Event()
+
+    def opening() -> Channel:
+        channel = open_channel(url, autostart=autostart, cancelled=abandoned)
+        with lock:
+            if abandoned.is_set():
+                channel.close()
+            else:
+                opened.append(channel)
+        return channel
+
+    try:
+        return await anyio.to_thread.run_sync(opening, abandon_on_cancel=True)
+    except BaseException:
+        with lock:
+            abandoned.set()
+            late = opened[:]
+        for channel in late:  # it opened, but the caller had gone
+            threading.Thread(target=channel.close, daemon=True).start()
+        raise
+
+
 class Client:
     def __init__(self, url: str, token: str | None, *, autostart: bool = True) -> None:
         """``url``: ``ws://``, ``wss://`` or ``ssh://[user@]host[:port]`` (`ssh`: the
@@ -164,22 +222,12 @@ class Client:
             raise group.exceptions[0] from None
 
     async def _open(self) -> None:
-        token, url, sock = self._token, self.url, None
-        if is_ssh(self.url):
-            await self._close_channel()
-            self._channel = await self._open_channel()
-            token = token or self._channel.token
-            self.started_remote = self._channel.started
-            url, sock = "ws://localhost/", self._channel.sock
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._ws = await connect(
-            url,
-            sock=sock,
-            additional_headers=headers,
-            max_size=None,
-            compression=None,
-            open_timeout=10,
+        await self._close_channel()
+        self._ws, self._channel = await dial(
+            self.url, self._token, autostart=self._autostart, max_size=None
         )
+        if self._channel is not None:
+            self.started_remote = self._channel.started
         greeting = await self._ws.recv()
         try:
             first = SERVER_MESSAGE.validate_json(greeting)
@@ -206,32 +254,6 @@ class Client:
                 with anyio.move_on_after(5):
                     await self._ws.close()
             await self._close_channel()
-
-    async def _open_channel(self) -> Channel:
-        """`open_channel` in a thread that a cancellation (a caller's timeout) leaves
-        behind at once; a channel it opens after that is closed, never leaked."""
-        lock = threading.Lock()
-        opened: list[Channel] = []
-        abandoned = threading.Event()
-
-        def opening() -> Channel:
-            channel = open_channel(self.url, autostart=self._autostart, cancelled=abandoned)
-            with lock:
-                if abandoned.is_set():
-                    channel.close()
-                else:
-                    opened.append(channel)
-            return channel
-
-        try:
-            return await anyio.to_thread.run_sync(opening, abandon_on_cancel=True)
-        except BaseException:
-            with lock:
-                abandoned.set()
-                late = opened[:]
-            for channel in late:  # it opened, but the caller had gone
-                threading.Thread(target=channel.close, daemon=True).start()
-            raise
 
     async def _close_channel(self) -> None:
         """End the ``ssh`` of the last connection, if it went through one."""

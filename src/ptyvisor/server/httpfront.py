@@ -16,7 +16,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
 
 from ptyvisor.config import ServerConfig
-from ptyvisor.server import access, httpapi
+from ptyvisor.server import access, httpapi, relay
 from ptyvisor.server.connection import Connection
 from ptyvisor.server.supervisor import Supervisor
 from ptyvisor.server.webpage import WebPage
@@ -63,7 +63,12 @@ class HttpFront:
         """websockets' handler: one client, counted while it is connected."""
         self.clients += 1
         try:
-            await Connection(websocket, self._supervisor).run()
+            request = websocket.request
+            context = None if request is None else relay.context_of(urlsplit(request.path).path)
+            if context is None:
+                await Connection(websocket, self._supervisor).run()
+            else:
+                await relay.relay(websocket, context)
         finally:
             self.clients -= 1
 
