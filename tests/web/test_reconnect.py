@@ -46,6 +46,17 @@ LINE = re.compile(r"line (\d+)")
 
 
 @pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """Room for every line these tests print: the page keeps as much scrollback as the
+    server's terminals (1000 lines by default), and "every line once" counts from 1."""
+    running = start_server(tmp_path, "--scrollback", "100000")
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
 def proxy(server: Server) -> Iterator[TcpProxy]:
     running = TcpProxy(server.port)
     try:
