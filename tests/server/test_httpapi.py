@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ptyvisor.client import contexts
 from ptyvisor.client.client import Client
 from ptyvisor.config import ServerConfig
 from ptyvisor.server.serving import run_server
@@ -112,3 +114,21 @@ async def test_metrics_public_needs_no_token(server_config: ServerConfig) -> Non
         assert (await get(server, "/metrics")).status == 200
         assert (await get(server, "/api/sessions")).status == 401  # only the metrics
         tg.cancel_scope.cancel()
+
+
+async def test_the_contexts_this_server_relays(
+    server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the page lists beside this machine's sessions: the ssh:// contexts only (a
+    relay reaches those), behind the token; an unreadable contexts file is a 503."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert json.loads((await get(server, "/api/contexts", **AUTH)).body) == []
+    contexts.add("build", "ssh://me@build-box")
+    contexts.add("direct", "ws://127.0.0.1:1/")
+    listed = await get(server, "/api/contexts", **AUTH)
+    assert listed.status == 200 and listed.headers["content-type"] == "application/json"
+    assert json.loads(listed.body) == [{"name": "build", "url": "ssh://me@build-box"}]
+    assert (await get(server, "/api/contexts")).status == 401
+    contexts.store().write_text("not json")
+    broken = await get(server, "/api/contexts", **AUTH)
+    assert broken.status == 503 and "cannot read" in json.loads(broken.body)["message"]

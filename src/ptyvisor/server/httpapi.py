@@ -4,6 +4,7 @@ WebSocket: ``curl``, shell scripts, monitoring.
     GET /api/sessions                  the summaries `list` gives
     GET /api/sessions/{ref}            one session (an id, a name, a unique id prefix)
     GET /api/sessions/{ref}/screen     its screen as text; ``?format=json``: `captured`
+    GET /api/contexts                  the contexts this server relays (``/contexts/NAME``)
     GET /metrics                       Prometheus text format
 
 The same port, the same token (``Authorization: Bearer`` or ``?token=``), the same
@@ -24,14 +25,17 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from websockets.http11 import Request, Response
 
+from ptyvisor.client import contexts
+from ptyvisor.client.ssh import is_ssh
 from ptyvisor.config import ServerConfig
-from ptyvisor.errors import BadReference
+from ptyvisor.errors import BadContext, BadReference
 from ptyvisor.server import access
 from ptyvisor.server.notifications import Counts
 from ptyvisor.server.supervisor import Supervisor
 from ptyvisor.server.webpage import http_response
 from ptyvisor.wire.protocol import Error
 from ptyvisor.wire.refs import resolve
+from ptyvisor.wire.untrusted import printable
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
@@ -39,7 +43,9 @@ METRICS = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def handles(path: str) -> bool:
-    return path in {"/metrics", "/api/sessions"} or path.startswith("/api/sessions/")
+    return path in {"/metrics", "/api/sessions", "/api/contexts"} or path.startswith(
+        "/api/sessions/"
+    )
 
 
 async def respond(
@@ -62,6 +68,8 @@ async def respond(
         return _response(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n", TEXT)
     if url.path == "/metrics":
         return _response(HTTPStatus.OK, metrics(supervisor, clients()), METRICS)
+    if url.path == "/api/contexts":
+        return _contexts()
     # Each part percent-decoded on its own: a name may hold a space (%20) or a "/" (%2F).
     parts = [unquote(part) for part in url.path.removeprefix("/api/sessions").strip("/").split("/")]
     summaries = supervisor.summaries()
@@ -164,6 +172,21 @@ def metrics(supervisor: Supervisor, clients: int) -> str:
         {outcome: float(count) for outcome, count in counts.items()}, label="outcome",
     )  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _contexts() -> Response:
+    """The ``ssh://`` contexts (`relay` reaches those), by name; the page lists their
+    sessions beside this machine's."""
+    try:
+        listed = [
+            {"name": context.name, "url": context.url}
+            for context in contexts.listing()
+            if is_ssh(context.url)
+        ]
+    except BadContext as unreadable:
+        error = Error(code="internal", message=printable(str(unreadable)))
+        return _response(HTTPStatus.SERVICE_UNAVAILABLE, error.model_dump_json(), JSON)
+    return _response(HTTPStatus.OK, json.dumps(listed), JSON)
 
 
 def _response(status: HTTPStatus, body: str, content_type: str) -> Response:

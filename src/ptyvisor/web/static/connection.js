@@ -44,10 +44,14 @@ const CONNECT_TIMEOUT_MS = 10000;
  * message, before the request it answers settles), `binary` (detail: ArrayBuffer).
  */
 export class Connection extends EventTarget {
-  /** @param {string} token */
-  constructor(token) {
+  /**
+   * @param {string} token
+   * @param {string | null} [context] a context's name: its server, through this one
+   */
+  constructor(token, context = null) {
     super();
     this.token = token;
+    this.context = context;
     /** @type {ConnectionState} */
     this.state = "connecting";
     /** @type {Hello | null} */
@@ -71,7 +75,8 @@ export class Connection extends EventTarget {
 
   get url() {
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    return `${scheme}${location.host}/ws`;
+    const path = this.context === null ? "/ws" : `/contexts/${encodeURIComponent(this.context)}`;
+    return `${scheme}${location.host}${path}`;
   }
 
   start() {

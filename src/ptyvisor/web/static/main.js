@@ -5,6 +5,7 @@
 import { checkToken, takeToken } from "./auth.js";
 import { Connection } from "./connection.js";
 import { byId } from "./dom.js";
+import { OtherHosts, pageContext, pageOn, THIS_MACHINE } from "./hosts.js";
 import { badgeOf, commandText, duration, exitText, reasonText } from "./format.js";
 import { ConfirmDialog, describeError, NewSessionDialog, QueueBox } from "./forms.js";
 import { InteractionCards } from "./interaction.js";
@@ -44,9 +45,17 @@ function showUnauthorised(reason) {
 }
 
 class App {
-  /** @param {string} token */
-  constructor(token) {
-    this.connection = new Connection(token);
+  /**
+   * @param {string} token
+   * @param {string | null} context the host this page shows (null: this machine)
+   */
+  constructor(token, context) {
+    this.connection = new Connection(token, context);
+    byId("host-label").textContent = `On ${context ?? THIS_MACHINE}`;
+    this.hosts = new OtherHosts(byId("other-hosts"), token, context, (host, id) => {
+      sessionStorage.setItem(SELECTED_KEY, id);
+      location.assign(pageOn(host));
+    });
     this.store = new SessionStore();
     /** @type {string | null} */
     this.selected = null;
@@ -158,6 +167,7 @@ class App {
     showView("app");
     this._setSidebarOpen(true);
     this.connection.start();
+    void this.hosts.start();
   }
 
   /**
@@ -568,7 +578,7 @@ async function boot() {
     return;
   }
   // "unreachable": start anyway; the connection keeps retrying and says so.
-  new App(token).start();
+  new App(token, pageContext()).start();
 }
 
 boot();

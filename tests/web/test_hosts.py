@@ -1,0 +1,91 @@
+"""The page shows the other machines' sessions (hosts.js), and opens one on its host,
+relayed by this machine's server (``/contexts/NAME``) through a real OpenSSH server
+(the far machine of ``tests/client/test_ssh.py``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.timeouts import scaled
+
+from ..client.test_ssh import Sshd, sshd  # noqa: F401 - the fixture, for this module
+from .conftest import PTYVISOR, Server, login, screenshot, server_env, start_server
+from .conftest import wait_for_terminal as terminal_shows
+
+
+@pytest.fixture
+def local(sshd: Sshd, tmp_path: Path) -> Iterator[Server]:  # noqa: F811 - the fixture above
+    """This machine's server, with contexts ``far`` (a server) and ``fresh`` (none)."""
+    env = server_env(tmp_path)
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), PTYVISOR_SSH=sshd.env["PTYVISOR_SSH"])
+    for name, url in (("far", "ssh://far"), ("fresh", "ssh://fresh")):
+        subprocess.run(
+            [PTYVISOR, "context", "add", name, url],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=scaled(30),
+        )
+    server = start_server(tmp_path, env=env)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def far_session(sshd: Sshd) -> Iterator[str]:  # noqa: F811 - the fixture above
+    """A session on the far machine, named ``far-job``: says hello, then echoes
+    (started with the CLI: the page's tests run in Playwright's event loop)."""
+    env = {**sshd.env, "PATH": f"{Path(PTYVISOR).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def far(*args: str) -> str:
+        done = subprocess.run(
+            [PTYVISOR, "-H", "ssh://far", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=scaled(60),
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    session = far("run", "-d", "--name", "far-job", "--", "sh", "-c", "echo far-hello; exec cat")
+    yield session
+    far("close", session)
+
+
+def test_the_page_lists_another_machines_sessions_and_opens_one_there(
+    local: Server, far_session: str, page: Page
+) -> None:
+    login(page, local)
+    expect(page.locator("#host-label")).to_have_text("On this machine")
+    far = page.locator('.host[data-host="far"]')
+    entry = far.locator(".host-session", has_text="far-job")
+    expect(entry).to_be_visible(timeout=scaled(30) * 1000)
+    # A context with no server is a line saying so, not a failure of the page.
+    expect(page.locator('.host[data-host="fresh"] .host-note')).to_contain_text("not reachable")
+    screenshot(page, "other-hosts")
+    entry.click()
+    # The page is now on the far machine, through this one's relay.
+    expect(page.locator("#host-label")).to_have_text("On far")
+    assert "context=far" in page.url
+    expect(page.locator("#session-title")).to_have_text("far-job")
+    terminal_shows(page, "^far-hello$", timeout=30)
+    page.locator(".xterm-helper-textarea").focus()
+    page.keyboard.type("typed-on-the-page")
+    page.keyboard.press("Enter")
+    # The program's echo (cat) as well as the terminal's: it came from far's PTY.
+    lines = terminal_shows(page, "^typed-on-the-page$", timeout=30)
+    assert lines.count("typed-on-the-page") == 2, lines
+    # And this machine is one of the others now.
+    expect(page.locator('.host[data-host="this machine"] .host-note')).to_have_text(
+        "no sessions", timeout=scaled(30) * 1000
+    )
