@@ -70,7 +70,10 @@ async def test_an_approval_the_agent_grants_itself_raises_no_alarm(
         answered = await run.scripted_request(call.index + 1, "the answer after the tool")
         assert answered.tool_result(call_id) is not None, f"{agent} ({way}) ran no tool"
         await run.wait_screen("DONE-GRANTED", wait=30)
-        await run.wait_phase("waiting", since=1, wait=30)
+        # The turn's own end, not Ready at start-up: quitting before it (Claude Code
+        # still wrapping up its turn) makes Ctrl-C an interrupt.
+        working = await run.wait_phase("working", wait=30)
+        await run.wait_phase("waiting", since=run.changes.index(working) + 1, wait=30)
         ready = next(i for i, c in enumerate(run.changes) if c.activity.phase.value == "waiting")
         alarms = [  # from Ready on: before, an agent may ask its own start-up question
             change
