@@ -27,6 +27,8 @@ PINS=(
     "@google/gemini-cli@0.61.0"
     "@qwen-code/qwen-code@0.24.4"
     "@github/copilot@1.0.102"
+    "bun@1.4.5"
+    "@oh-my-pi/pi-coding-agent@18.2.3"
 )
 if [[ ${1:-} == --pins ]]; then
     printf '%s\n' "${PINS[@]}"
@@ -34,7 +36,7 @@ if [[ ${1:-} == --pins ]]; then
 fi
 [[ $# -gt 0 ]] && PINS=("$@")
 # The bin names the tests call; each must answer --version.
-BINS=(node claude codex opencode kilo pi gemini qwen copilot)
+BINS=(node claude codex opencode kilo pi gemini qwen copilot bun omp)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
@@ -44,7 +46,7 @@ for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
 exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --name install_agents --cache agents --root-var PTYVISOR_AGENTS_DIR \
     --package-name ptyvisor-test-agents \
-    --allow-scripts node --allow-scripts @anthropic-ai/claude-code --allow-scripts opencode-ai \
+    --allow-scripts node --allow-scripts bun --allow-scripts @anthropic-ai/claude-code --allow-scripts opencode-ai \
     --home-env CODEX_HOME=.codex --home-env CLAUDE_CONFIG_DIR=.claude \
     --home-env PI_CODING_AGENT_DIR=.pi --env PI_OFFLINE=1 \
     --home-env QWEN_HOME=.qwen \

@@ -23,10 +23,10 @@
 // approval prompt, which count as a dialog here.
 
 import { promptDigest } from "../shared/digest.mjs";
-import { writeFrame } from "../shared/frame.mjs";
+import { agentName, writeFrame } from "../shared/frame.mjs";
 import { clip, MAX_ID, text } from "../shared/mask.mjs";
 
-const AGENT = "pi";
+const AGENT = agentName("pi"); // or "oh-my-pi", a Pi fork that loads this extension too
 
 // Pi's own test for errors it retries (AgentSession._isRetryableError, 0.73.1;
 // only used where agent_settled is missing).

@@ -719,3 +719,71 @@ def test_a_start_up_dialog_survives_a_planned_restart() -> None:
     assert not restored.attended(6000) and not restored.interrupted(6000)
     assert restored.started_up(7000)
     assert restored.activity.phase is ActivityPhase.WAITING
+
+
+OMP_WIZARD = ["", "    Set up your providers", "                  Setup step 1 of 5"]
+OMP_PROMPT = [
+    "",
+    " \u03c0 > \u2b22 Fake model > project \u25b6\u2500\u2500 12%\u2500\u2500",
+    "\u2570\u2500",
+]
+
+
+def test_a_reported_ready_waits_out_a_start_up_dialog() -> None:
+    """oh-my-pi reports session_start, then shows its first-run wizard: the report is
+    held, the wizard needs input with its step as the reason, and the prompt drawn
+    after it applies the held report (the extension's Ready, stamped then)."""
+    rules = ActivityRules(1000, agent="oh-my-pi")
+    held = frame(type="activity", phase="waiting", at=1500, native_session_id=UUID)
+    assert rules.handle(held) == []
+    assert kinds(rules.handle(ScreenShown(OMP_WIZARD, 2000))) == ["Changed"]
+    asked = rules.activity
+    assert (asked.phase, asked.reason, asked.source) == (
+        ActivityPhase.NEEDS_INPUT,
+        "Setup step 1 of 5",
+        "terminal",
+    )
+    assert rules.handle(Tick(9000, quiet_ms=7000, output_seen=True)) == [], "quiet in it"
+    assert kinds(rules.handle(ScreenShown(OMP_PROMPT, 9500))) == ["Changed"]
+    ready = rules.activity
+    assert (ready.phase, ready.source, ready.since) == (ActivityPhase.WAITING, "extension", 9500)
+    assert not rules.tracker.in_startup_dialog
+
+
+def test_a_report_during_a_start_up_dialog_is_held_too() -> None:
+    """A Ready that arrives while the dialog shows is not the end of it either."""
+    rules = ActivityRules(1000, agent="oh-my-pi")
+    rules.handle(ScreenShown(OMP_WIZARD, 2000))
+    assert rules.handle(frame(type="activity", phase="waiting", at=2500)) == []
+    assert rules.activity.phase is ActivityPhase.NEEDS_INPUT
+    assert kinds(rules.handle(ScreenShown(OMP_PROMPT, 4000))) == ["Changed"]
+    assert rules.tracker.activity.phase is ActivityPhase.WAITING
+
+
+def test_a_start_up_dialog_after_ready_takes_it_back() -> None:
+    """oh-my-pi draws its editor and reports Ready, then shows its first-run wizard
+    over it: needs input until the prompt shows again, the extension's Ready then.
+    Once a turn has begun, nothing on screen is a start-up dialog any more."""
+    rules = ActivityRules(1000, agent="oh-my-pi")
+    rules.handle(ScreenShown(OMP_PROMPT, 1500, seq=10))
+    assert "Changed" in kinds(rules.handle(frame(type="activity", phase="waiting", at=1600)))
+    assert rules.activity.phase is ActivityPhase.WAITING
+    assert rules.watches_screen(), "until the first turn"
+    splash = ["", "  press enter to skip  "]
+    assert kinds(rules.handle(ScreenShown(splash, 1700, seq=20))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.reason) == (
+        ActivityPhase.NEEDS_INPUT,
+        "press enter to skip",
+    )
+    assert kinds(rules.handle(ScreenShown(OMP_WIZARD, 2000, seq=30))) == ["Changed"]
+    assert rules.activity.reason == "Setup step 1 of 5"
+    assert kinds(rules.handle(ScreenShown(OMP_PROMPT, 5000, seq=40))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.source, rules.activity.since) == (
+        ActivityPhase.WAITING,
+        "extension",
+        5000,
+    )
+    rules.handle(frame(type="activity", phase="working", at=6000))
+    assert not rules.watches_screen()
+    assert rules.handle(ScreenShown(OMP_WIZARD, 6500, seq=50)) == []
+    assert rules.tracker.activity.phase is ActivityPhase.WORKING

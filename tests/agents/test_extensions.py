@@ -572,8 +572,11 @@ def test_pi_extension_under_oh_my_pi(pty_pair: Pty) -> None:
         pi("agent_end", messages=[assistant("error", error)]),
         pi("session_shutdown", reason="quit"),
     ]  # fmt: skip
-    drive(PI_DRIVER, PI_EXTENSION, steps, session_env(pty_pair.path))
-    assert summary(frames_on(pty_pair)) == [
+    env = {**session_env(pty_pair.path), "PTYVISOR_AGENT": "oh-my-pi"}
+    drive(PI_DRIVER, PI_EXTENSION, steps, env)
+    frames = frames_on(pty_pair)
+    assert all(f["agent"] == "oh-my-pi" for f in frames), "it speaks for the agent ptyvisor named"
+    assert summary(frames) == [
         ("activity", "waiting", ""),
         ("activity", "working", ""),
         ("activity", "needs_input", "approval: bash"),

@@ -187,6 +187,24 @@ def test_gemini_is_not_made_headless_by_a_server_started_in_ci(tmp_path: Path) -
     assert "CI" not in calm.env and "GITHUB_ACTIONS" not in calm.env
 
 
+def test_oh_my_pi_loads_pis_extension_in_its_tui_only(tmp_path: Path) -> None:
+    """oh-my-pi (a Pi fork) takes Pi's extension with ``-e``; its machine modes and
+    its subcommands (``acp`` speaks a protocol on stdout) get none. It resumes with
+    ``--resume=<id>``."""
+    tui = launch("oh-my-pi", ["--model", "fake/m"], session_dir=tmp_path, resume=UUID)
+    assert tui.argv == [
+        "omp",
+        "-e",
+        str(extensions_dir() / "pi" / "ptyvisor.js"),
+        "--model",
+        "fake/m",
+        f"--resume={UUID}",
+    ]
+    for machine in (["-p", "hi"], ["--mode", "json"], ["--mode=rpc"], ["acp"], ["models"]):
+        assert "-e" not in launch("oh-my-pi", machine, session_dir=tmp_path).argv, machine
+    assert "-e" in launch("oh-my-pi", ["explain acp"], session_dir=tmp_path).argv
+
+
 def test_copilot_gets_a_session_plugin_running_our_hook_per_event(tmp_path: Path) -> None:
     """``--plugin-dir`` adds the plugin for this run only; each event's command names
     the event, which Copilot's payloads do not."""

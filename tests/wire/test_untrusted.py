@@ -290,6 +290,7 @@ def test_each_agents_real_ids_are_accepted() -> None:
         "opencode": "ses_dd6ddd28cffeNT08q0YXIWbIEx",
         "kilo": "ses_dbdd464f2ffeb7MPCQ3QNoc7ql",
         "copilot": "7c70be05-d2f2-46d2-a042-f558b1353317",
+        "oh-my-pi": "01a244e2-ed18-70c8-b8be-763e53df8f6c",  # seen in a real run
     }
     assert set(real) == set(AGENTS) == set(NATIVE_ID_SHAPES)
     for agent, value in real.items():

@@ -347,11 +347,14 @@ class ActivityTracker:
         return self._set_phase(ActivityPhase.WAITING, at=at, reason=None, source="terminal")
 
     def startup_dialog(self, title: str, at: int) -> bool:
-        """The agent asks something before its prompt shows (Copilot's folder trust):
-        ``needs_input`` with the dialog's title (source ``terminal``), until its prompt
-        shows (`started_up`). Not answered by just any key, as a notification is: the
-        dialog goes when the user has chosen."""
-        if self._final or not self.starting:
+        """The agent asks something before its prompt is live (Copilot's folder trust,
+        oh-my-pi's first-run wizard): ``needs_input`` with the dialog's title (source
+        ``terminal``), until its prompt shows (`started_up`). Not answered by just any
+        key, as a notification is: the dialog goes when the user has chosen. From
+        ``starting``, ``waiting`` before the first turn (`ActivityRules` says when),
+        or an earlier screen of it (the reason follows the wizard's steps)."""
+        waits = self._activity.phase in (ActivityPhase.STARTING, ActivityPhase.WAITING)
+        if self._final or not (waits or self.in_startup_dialog):
             return False
         self._startup_dialog = True
         self._last_at = max(self._last_at, at)
@@ -832,6 +835,8 @@ class ActivityRules:
         self._startup_dialog = re.compile(dialog) if dialog else None
         self._in_dialog = False
         """The agent's start-up dialog shows (`STARTUP_DIALOG`): quiet is not Ready."""
+        self._turned = False
+        """A turn has begun: no start-up dialog can come any more (`_before_first_turn`)."""
         self._reports_startup = REPORTS_STARTUP.get(name, True)
         self._quiet_rule = agent is not None and (
             not self._reports_startup or self._ready_screen is not None
@@ -861,6 +866,13 @@ class ActivityRules:
 
     def handle(self, event: Event) -> list[Effect]:
         """Apply ``event``; what the session must do about it."""
+        effects = self._handle(event)
+        phase = self.activity.phase
+        if phase not in (ActivityPhase.STARTING, ActivityPhase.WAITING):
+            self._turned = self._turned or not self.tracker.in_startup_dialog
+        return effects
+
+    def _handle(self, event: Event) -> list[Effect]:
         match event:
             case FrameApplied(payload=payload, seq=seq):
                 return self._frame(payload, seq)
@@ -890,9 +902,19 @@ class ActivityRules:
         """Start-up is not over: ``starting``, or its dialog's ``needs_input``."""
         return self.tracker.starting or self.tracker.in_startup_dialog
 
+    def _before_first_turn(self) -> bool:
+        """Ready, but no turn yet, for an agent whose start-up dialog can follow its
+        prompt: oh-my-pi draws its editor (and reports Ready), then its first-run
+        wizard over it. The screen is watched for the dialog until the first turn."""
+        return (
+            self._startup_dialog is not None
+            and not self._turned
+            and self.activity.phase is ActivityPhase.WAITING
+        )
+
     def watches_screen(self) -> bool:
         """Whether the renderer should hand over the screen (`ScreenShown`) now."""
-        if self._starting():
+        if self._starting() or self._before_first_turn():
             return self._ready_screen is not None
         return self._busy_line is not None and self._busy_line.watching(self.activity)
 
@@ -948,12 +970,13 @@ class ActivityRules:
             self._ready_screen is None
             or not isinstance(payload, ActivityReport)
             or payload.phase != "waiting"
-            or self.activity.phase is not ActivityPhase.STARTING
-            or (self._prompt_shows and self._covers(self._screen_seq, seq) and not self._resuming)
+            or not self._starting()
         ):
             return False
+        # Kept even when applied at once: a start-up dialog after it applies it again.
         self._startup_report, self._report_seq = payload, seq
-        return True
+        shown = self._prompt_shows and self._covers(self._screen_seq, seq)
+        return not shown or self._resuming is not None
 
     @staticmethod
     def _covers(screen: int | None, report: int | None) -> bool:
@@ -970,7 +993,7 @@ class ActivityRules:
         if not self._reports_startup:
             return _changed(self.tracker.started_up(at))
         report = self._startup_report
-        if report is None or self.activity.phase is not ActivityPhase.STARTING:
+        if report is None or not self._starting():
             return []
         return _changed(self.tracker.apply(report.model_copy(update={"at": max(report.at, at)})))
 
@@ -980,7 +1003,7 @@ class ActivityRules:
         reads keys from that first frame on); then the busy line. The screen that
         ends the start-up is the busy line's first one."""
         effects: list[Effect] = []
-        if self._starting() and self._ready_screen is not None:
+        if (self._starting() or self._before_first_turn()) and self._ready_screen is not None:
             self._drawn = self._drawn or any(line.strip() for line in rows)
             shown = "\n".join(rows)
             asked = self._startup_dialog.search(shown) if self._startup_dialog else None

@@ -11,6 +11,7 @@ settings keep working beside ours.
 | opencode | ``OPENCODE_CONFIG_DIR`` = a session folder: ``plugin/`` + ``tui.json`` name ours |
 | kilo | the same through ``KILO_CONFIG_DIR`` (Kilo Code CLI is an OpenCode fork) |
 | pi | ``--extension <file>``, only for the interactive TUI |
+| oh-my-pi | the same extension with ``-e <file>`` (a Pi fork on Bun) |
 | gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
 | qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
 | copilot | ``--plugin-dir <session folder>``: a plugin whose ``hooks.json`` runs ours |
@@ -51,24 +52,23 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from ptyvisor.errors import BadNativeId
 from ptyvisor.wire.untrusted import native_id_problem
 
 AgentName = Literal[
-    "claude-code", "codex", "opencode", "kilo", "pi", "gemini-cli", "qwen-code", "copilot"
-]
-AGENTS: tuple[AgentName, ...] = (
     "claude-code",
     "codex",
     "opencode",
     "kilo",
     "pi",
+    "oh-my-pi",
     "gemini-cli",
     "qwen-code",
     "copilot",
-)
+]
+AGENTS: tuple[AgentName, ...] = get_args(AgentName)
 
 PROGRAMS: dict[AgentName, str] = {
     "claude-code": "claude",
@@ -76,6 +76,7 @@ PROGRAMS: dict[AgentName, str] = {
     "opencode": "opencode",
     "kilo": "kilo",
     "pi": "pi",
+    "oh-my-pi": "omp",
     "gemini-cli": "gemini",
     "qwen-code": "qwen",
     "copilot": "copilot",
@@ -138,6 +139,18 @@ CODEX_DECISION_TIMEOUT_SECONDS = 30
 """Codex's PermissionRequest hook: it holds at most ``codex_answer_wait_seconds`` (20)."""
 """Claude's PermissionRequest hook holds until a client answers: the user may be away."""
 PI_MACHINE_MODES = ("--mode", "-p", "--print", "--rpc", "--json")
+OMP_COMMANDS = frozenset(
+    {
+        *("acp", "agents", "auth-broker", "auth-gateway", "bench", "browser-relay"),
+        *("cleanse", "collab", "commit", "completions", "compress", "config"),
+        *("dry-balance", "gallery", "gc", "git", "grep", "grievances", "if-bench"),
+        *("images", "install", "join", "models", "plugin", "ps", "read", "render"),
+        *("say", "search", "setup", "share", "shell", "ssh", "stats", "tiny-models"),
+        *("token", "ttsr", "update", "usage", "worktree"),
+    }
+)
+"""oh-my-pi 18.2's subcommands (``omp --help``): none is the interactive TUI, and
+``acp`` speaks a protocol on its standard output, so none gets the extension."""
 
 
 REPORTS_STARTUP: dict[str, bool] = {
@@ -146,6 +159,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "opencode": False,  # the plugin loads seconds before the TUI reads keys
     "kilo": False,  # OpenCode's plugins
     "pi": True,  # session_start
+    "oh-my-pi": True,  # session_start, before its first-run wizard: held for the prompt
     "gemini-cli": True,  # SessionStart, held until READY_SCREEN shows
     "qwen-code": True,  # SessionStart, a little early: held until READY_SCREEN shows
     "copilot": False,  # sessionStart comes with the first prompt
@@ -167,6 +181,8 @@ READY_SCREEN: dict[str, str] = {
     # The input line's mark between two rules, over the footer's key hints (drawn only
     # once the TUI takes commands: before, the footer shows "@ files · # issues").
     "copilot": r"(?m)^\u276f.*\n.*\n.*/ commands \u00b7 \? help",
+    # The status line that tops the editor: Pi's mark, then the model's segment.
+    "oh-my-pi": r"(?m)^ \u03c0 > ",
 }
 """An agent's input prompt, drawn: a regex searched in the headless terminal's visible
 rows joined by newlines, while the session is ``starting``. For an agent that cannot
@@ -183,6 +199,8 @@ STARTUP_DIALOG: dict[str, str] = {
     # Copilot 1.0 asks at every start whether to trust the folder (even one trusted
     # in its settings), before its prompt shows.
     "copilot": r"Confirm folder trust",
+    # oh-my-pi 18.2's first-run wizard: a splash, then its steps, after session_start.
+    "oh-my-pi": r"press enter to skip|Setup step \d+ of \d+",
 }
 """A dialog an agent draws before its input prompt, waiting for the user: searched
 like `READY_SCREEN`. While it shows, the session needs input, with the matched text as
@@ -516,6 +534,12 @@ def launch(
                 return Launch(["pi", *args, *extra])  # machine-read stdout: no frames there
             extension = extensions_dir() / "pi" / "ptyvisor.js"
             return Launch(["pi", "--extension", str(extension), *args, *extra])
+        case "oh-my-pi":
+            machine = args[:1] and args[0] in OMP_COMMANDS
+            if machine or any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
+                return Launch(["omp", *args, *extra])
+            extension = extensions_dir() / "pi" / "ptyvisor.js"
+            return Launch(["omp", "-e", str(extension), *args, *extra])
         case "copilot":
             plugin = copilot_plugin(session_dir / "copilot")
             return Launch(["copilot", "--plugin-dir", str(plugin), *args, *extra])
@@ -535,13 +559,14 @@ RESUME_OPTION: dict[AgentName, str] = {
     "opencode": "--session",
     "kilo": "--session",
     "pi": "--session",
+    "oh-my-pi": "--resume",
     "copilot": "--resume",
 }
 """Each agent's option to continue a conversation (Codex's is the subcommand
 ``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
 1.18 and Kilo 7.7 (``--session``), Pi 1.6 (a session UUID or a prefix of it), Gemini CLI 0.61
 (``--resume <uuid>``), Qwen Code 0.24, Copilot CLI 1.0 (``--resume=<uuid>``, as it
-prints on exit)."""
+prints on exit), oh-my-pi 18.2 (``--resume=<id or prefix>``)."""
 SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
 """Agents whose parser takes no ``--option=value``: Pi (0.73 and 1.6) reads ``--session=x``
 as an unknown flag for its extensions. Their id goes as the next word, which

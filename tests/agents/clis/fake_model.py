@@ -77,6 +77,7 @@ SHELL_TOOLS: dict[str, str] = {
     "opencode": "bash",
     "kilo": "bash",
     "pi": "bash",
+    "oh-my-pi": "bash",
     "gemini-cli": "run_shell_command",
     "qwen-code": "run_shell_command",
     "copilot": "bash",
@@ -184,7 +185,7 @@ class Reply:
                 "sandbox_permissions": "require_escalated",
                 "justification": description,
             }
-        elif agent == "pi":
+        elif agent in ("pi", "oh-my-pi"):
             arguments = {"command": command}
         else:
             raise ValueError(f"unknown agent {agent!r}")

@@ -232,6 +232,27 @@ def _pi(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
     return ["--offline"]
 
 
+def _oh_my_pi(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    """oh-my-pi 18 (a Pi fork on Bun) has no offline switch: it looks up models.dev and
+    probes local model servers' ports, which fail at once with no network. Its own
+    ``models.yml`` names the fake provider; ``--no-title`` stops a second request that
+    names the session. The first-run wizard is skipped unless a test asks for it."""
+    agent_dir = home / ".omp" / "agent"
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    env.update({"PI_CODING_AGENT_DIR": str(agent_dir), "OMP_SKIP_SETUP": "1"})
+    # YAML is a superset of JSON: no YAML writer needed.
+    provider = {
+        "baseUrl": f"{url}/v1",
+        "apiKey": API_KEY,
+        "api": "openai-completions",
+        "models": [{"id": MODEL, "name": "Fake model"}],
+    }
+    (agent_dir / "models.yml").write_text(json.dumps({"providers": {"fake": provider}}) + "\n")
+    # Its update check asks the npm registry at every start.
+    (agent_dir / "config.yml").write_text(json.dumps({"startup": {"checkUpdate": False}}) + "\n")
+    return ["--model", f"fake/{MODEL}", "--no-title"]
+
+
 GEMINI_MODEL = "gemini-2.5-flash"
 """A model Gemini CLI knows (an explicit one also skips its model router's side call)."""
 GEMINI_SETTINGS: dict[str, object] = {
@@ -322,6 +343,7 @@ _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "opencode": _opencode,
     "kilo": _kilo,
     "pi": _pi,
+    "oh-my-pi": _oh_my_pi,
     "gemini-cli": _gemini_cli,
     "qwen-code": _qwen_code,
     "copilot": _copilot,

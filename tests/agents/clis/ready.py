@@ -32,6 +32,7 @@ PROMPT_SHOWN: dict[str, Screen] = {
     "gemini-cli": lambda s: "Type your message" in s and "gemini-2.5-flash" in s,
     "qwen-code": "Type your message",
     "copilot": lambda s: "/ commands" in s and "fake-model" in s,
+    "oh-my-pi": lambda s: " \u03c0 > " in s and "Fake model" in s,
 }
 """Each agent's input prompt, drawn and empty: the earliest the TUI can visibly take keys."""
 
@@ -167,7 +168,7 @@ async def quit_agent(run: AgentRun, agent: str) -> None:
             await run.type("\x03")
             await run.wait_screen("again to exit", wait=10)
             await run.type("\x03")
-        case "pi" | "kilo" | "copilot":  # Kilo ignores Ctrl-C on an empty prompt
+        case "pi" | "oh-my-pi" | "kilo" | "copilot":  # Kilo ignores Ctrl-C on an empty prompt
             await run.type("\x04")
         case _:
             await run.type("\x03")

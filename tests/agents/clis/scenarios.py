@@ -80,6 +80,7 @@ KEYS: dict[str, Keys] = {
     # Kilo ignores Ctrl-C on an empty prompt; Ctrl-D quits.
     "kilo": Keys(approval="Permission required", quit=((CTRL_D, None),), approve_after=0.3),
     "pi": Keys(approval=None, quit=((CTRL_D, None),), approve="", approve_after=0),
+    "oh-my-pi": Keys(approval=None, quit=((CTRL_D, None),), approve="", approve_after=0),
     "gemini-cli": Keys(
         approval="Allow execution of [Shell]?", quit=ctrl_c_twice("again to exit"), enter_after=0.1
     ),

@@ -48,6 +48,8 @@ WAYS: list[tuple[str, str, list[str], Configure | None]] = [
     ("copilot", "read-only command", [], None),
     ("copilot", "allowed tool", ["--allow-tool", "shell"], None),
     ("copilot", "allow all tools", ["--allow-all-tools"], None),
+    ("oh-my-pi", "yolo mode, its default", [], None),
+    ("oh-my-pi", "auto-approve", ["--auto-approve"], None),
 ]
 
 

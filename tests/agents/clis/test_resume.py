@@ -45,6 +45,12 @@ RESUMED: dict[str, Screen] = {
     # A resumed Pi shows its conversation below its logo, which scrolls off.
     "pi": lambda screen: "FIRST-DONE" in screen and "fake-model" in screen,
 }
+SIZE: dict[str, tuple[int, int]] = {
+    # oh-my-pi 18.2.3 in 26 rows or fewer draws no transcript for a prompt typed in its
+    # first seconds (its welcome panel animating): the model answers, nothing shows.
+    "oh-my-pi": (120, 40),
+}
+"""A terminal size other than the default 80x24 (spawn's), where an agent needs one."""
 PR_SET_CHILD_SUBREAPER = 36
 FIRST = "Remember the word PAPAYA-7 for later"
 SECOND = "Say which word I asked you to remember"
@@ -175,7 +181,10 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
         first = Serve(tmp_path, env, "first")
         try:
             async with Client.connect(first.url, TOKEN) as client:
-                summary = await client.spawn(extra_argv, agent=agent, cwd=str(project))
+                cols, rows = SIZE.get(agent, (80, 24))
+                summary = await client.spawn(
+                    extra_argv, agent=agent, cwd=str(project), cols=cols, rows=rows
+                )
             old = summary.id
             async with watched(first.url, old, model, project) as run:
                 await answer_startup_dialogs(run, agent)

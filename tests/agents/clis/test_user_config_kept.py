@@ -45,8 +45,8 @@ def kilo_user_plugin(home: Path, marker: Path) -> list[Path]:
     return opencode_user_plugin(home, marker, "kilo")
 
 
-def pi_user_extension(home: Path, marker: Path) -> list[Path]:
-    extension = home / ".pi" / "agent" / "extensions" / "mine.js"
+def pi_user_extension(home: Path, marker: Path, folder: str = ".pi") -> list[Path]:
+    extension = home / folder / "agent" / "extensions" / "mine.js"
     extension.parent.mkdir(parents=True, exist_ok=True)
     extension.write_text(
         'import { writeFileSync } from "node:fs";\n'
@@ -55,6 +55,12 @@ def pi_user_extension(home: Path, marker: Path) -> list[Path]:
         "};\n"
     )
     return [extension]
+
+
+def oh_my_pi_user_extension(home: Path, marker: Path) -> list[Path]:
+    """oh-my-pi loads Pi-style extensions from its agent folder too (the tests move it
+    with ``PI_CODING_AGENT_DIR``, as for Pi)."""
+    return pi_user_extension(home, marker, ".omp")
 
 
 def gemini_user_hook(home: Path, marker: Path) -> list[Path]:
@@ -84,6 +90,7 @@ USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
     "opencode": opencode_user_plugin,
     "kilo": kilo_user_plugin,
     "pi": pi_user_extension,
+    "oh-my-pi": oh_my_pi_user_extension,
     "gemini-cli": gemini_user_hook,
     "qwen-code": qwen_user_hook,
 }
