@@ -49,8 +49,6 @@ export class OtherHosts {
     this.token = token;
     this.current = current;
     this.open = open;
-    /** @type {Map<string, {list: HTMLUListElement, note: HTMLElement}>} */
-    this.hosts = new Map();
   }
 
   async start() {
@@ -80,7 +78,6 @@ export class OtherHosts {
     this.section.append(
       h("div", { class: "host", dataset: { host: label } }, h("h3", { text: `On ${label}` }), note, list),
     );
-    this.hosts.set(label, { list, note });
     const connection = new Connection(this.token, name);
     connection.addEventListener("open", () => {
       note.textContent = "";
