@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ptyvisor.terminal.rows import Runs, ScreenLine
+from ptyvisor.terminal.rows import Runs, ScreenLine, WrappedRuns
 from ptyvisor.terminal.screen import DECAWM, Screen
 
 _SGR_SPLIT = re.compile(r"\x1b\[([0-9;]*)m").split
@@ -102,7 +102,7 @@ def _rows(screen: Screen, parts: list[str]) -> list[Runs] | None:
                 if x == cols:  # autowrap: the next row scrolls in, as LF would
                     if pen.bg != "default":
                         return None
-                    runs, x = [], 0
+                    runs, x = WrappedRuns(), 0
                     made.append(runs)
                 piece = part[start : start + cols - x]
                 runs.append((pen, piece))

@@ -5,8 +5,8 @@ Fewer rows: rows below the cursor go first (blank or not), then the top rows go 
 the scrollback. More rows: with the cursor on the bottom row, rows come back from the
 scrollback onto the top; else (or when it is empty) blank rows are added below. The
 alternate screen has no scrollback: its rows are dropped and none come back.
-Fewer columns cut every row at the new edge (`grid.cut`).
-Lines are not reflowed: a wrapped line stays wrapped where it was.
+Fewer columns cut every row at the new edge (`grid.cut`), after the main screen's
+wrapped lines are re-wrapped at the new width (`terminal.reflow`).
 """
 
 from __future__ import annotations

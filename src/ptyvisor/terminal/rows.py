@@ -14,6 +14,19 @@ from collections.abc import Callable
 from ptyvisor.terminal.snapshot import BLANK, Cell
 
 
+class Erased(Cell):
+    """A cell erased with a background colour (BCE): blank, but without content, as
+    xterm.js keeps it (a written space has content). Reflow measures a line up to its
+    last cell with content; the type says which blanks those are."""
+
+    __slots__ = ()
+
+
+def erased(bg: str) -> Cell:
+    """What erasing writes with background ``bg`` (BLANK for the default one)."""
+    return BLANK if bg == "default" else Erased(*BLANK._replace(bg=bg))
+
+
 class ScreenLine(dict[int, Cell]):
     """A sparse screen line: missing columns read as BLANK without being stored."""
 
@@ -21,6 +34,30 @@ class ScreenLine(dict[int, Cell]):
 
     def __missing__(self, key: int) -> Cell:
         return BLANK
+
+
+class WrappedLine(ScreenLine):
+    """A row that continues the one above it: the program's text wrapped onto it
+    (xterm.js's ``isWrapped``). A resize reflows such rows with the row above, as
+    the page's terminal does. The flag is the row's class, so it costs no memory and
+    moves with the row (into the scrollback too); `wrap` and `unwrap` set it."""
+
+    __slots__ = ()
+
+
+def wrap(line: ScreenLine) -> None:
+    """Mark ``line`` as continuing the row above it."""
+    line.__class__ = WrappedLine
+
+
+def unwrap(line: ScreenLine | None) -> None:
+    """``line`` no longer continues the row above it (erased, or a line feed came)."""
+    if isinstance(line, WrappedLine):
+        _become(line, ScreenLine)
+
+
+def _become(line: ScreenLine, kind: type[ScreenLine]) -> None:
+    line.__class__ = kind
 
 
 EMPTY_LINE = ScreenLine()
@@ -57,7 +94,27 @@ class PlainRow:
         return "".join(text for _, text in self.runs).ljust(cols)[:cols]
 
 
+class WrappedRuns(list[tuple[Cell, str]]):
+    """`Runs` of a row that continues the row above it (see `WrappedLine`)."""
+
+    __slots__ = ()
+
+
+class WrappedPlainRow(PlainRow):
+    """A `PlainRow` that continues the row above it (see `WrappedLine`)."""
+
+    __slots__ = ()
+
+
+def plain_row(runs: Runs) -> PlainRow:
+    return WrappedPlainRow(runs) if isinstance(runs, WrappedRuns) else PlainRow(runs)
+
+
 ScrollbackLine = ScreenLine | PlainRow
+
+
+def is_wrapped(row: ScrollbackLine | None) -> bool:
+    return isinstance(row, (WrappedLine, WrappedPlainRow))
 
 
 class CellsOfPen(dict[str, Cell]):
@@ -100,7 +157,7 @@ class Pens:
 
     def row_of(self, runs: Runs) -> ScreenLine:
         """The cells of a row kept as runs."""
-        row = ScreenLine()
+        row = WrappedLine() if isinstance(runs, WrappedRuns) else ScreenLine()
         x = 0
         for pen, text in runs:
             row.update(
@@ -111,4 +168,9 @@ class Pens:
 
     def cells_of(self, line: ScrollbackLine) -> ScreenLine:
         """A scrollback line's cells."""
-        return line if isinstance(line, ScreenLine) else self.row_of(line.runs)
+        if isinstance(line, ScreenLine):
+            return line
+        row = self.row_of(line.runs)
+        if isinstance(line, WrappedPlainRow):
+            wrap(row)
+        return row

@@ -16,10 +16,21 @@ import pyte
 from pyte import modes as mo
 from pyte.screens import Margins
 
-from ptyvisor.terminal import grid, resize
+from ptyvisor.terminal import grid, reflow, resize
 from ptyvisor.terminal.charsets import Charsets
 from ptyvisor.terminal.modes import InputModes
-from ptyvisor.terminal.rows import Buffer, Pens, ScreenLine, new_buffer
+from ptyvisor.terminal.rows import (
+    Buffer,
+    Erased,
+    Pens,
+    ScreenLine,
+    ScrollbackLine,
+    erased,
+    is_wrapped,
+    new_buffer,
+    unwrap,
+    wrap,
+)
 from ptyvisor.terminal.scrollback import Scrollback
 from ptyvisor.terminal.sgr import apply_sgr
 from ptyvisor.terminal.signals import CONTROLS
@@ -120,7 +131,7 @@ class Screen(pyte.Screen):
     def _blank(self) -> Cell:
         """What erasing writes: only the background colour survives (BCE)."""
         bg = self.cursor.attrs.bg
-        return BLANK if bg == "default" else BLANK._replace(bg=bg)
+        return erased(bg)
 
     def fill_blank(self, rows: Iterable[int]) -> None:
         """Rows that scrolled in take the background colour, as xterm.js (BCE) fills them;
@@ -179,6 +190,7 @@ class Screen(pyte.Screen):
                     return
                 cursor.x = 0
                 self.index()
+                wrap(self.buffer[cursor.y])
                 x = 0
             line = self.buffer[cursor.y]
             end = min(cols, x + count - i)
@@ -206,6 +218,7 @@ class Screen(pyte.Screen):
                 if autowrap:  # a wide character that does not fit wraps whole
                     cursor.x = 0
                     self.index()
+                    wrap(self.buffer[cursor.y])
                     x = 0
                 elif width == 2:  # as xterm.js: without autowrap it is dropped
                     cursor.x = cols - 1
@@ -250,9 +263,14 @@ class Screen(pyte.Screen):
         cursor.x = 0
 
     def repeat(self, count: int) -> None:
-        """REP: repeat the last graphic character."""
-        if self.last_graphic:
-            self.draw(self.last_graphic * max(1, min(count, self.columns * self.lines)))
+        """REP: repeat the last graphic character, as xterm.js does: what the cell it
+        was printed in holds now (a resize in between may have moved it away)."""
+        if not self.last_graphic:
+            return
+        x = self.cursor.x - max(1, char_width(self.last_graphic))
+        cell = self.buffer[self.cursor.y].get(x) if x >= 0 else None
+        if cell is not None and cell.data and not isinstance(cell, Erased):
+            self.draw(cell.data * max(1, min(count, self.columns * self.lines)))
 
     # -- scrolling -----------------------------------------------------------
 
@@ -287,6 +305,17 @@ class Screen(pyte.Screen):
                 return
         grid.move_rows(self.buffer, top, bottom, -1)
         self.fill_blank((bottom,) if fill else ())
+
+    def linefeed(self) -> None:
+        """LF (and VT, FF): an index, after which the row the cursor moved onto no
+        longer continues the row above it, as in xterm.js (IND and NEL leave that);
+        with LNM, a carriage return too."""
+        y = self.cursor.y
+        self.index()
+        if self.cursor.y == y + 1:
+            unwrap(self.buffer.get(y + 1))
+        if LNM in self.mode:
+            self.carriage_return()
 
     def history_grows(self, count: int) -> None:
         """``count`` rows are about to go into the scrollback. xterm.js counts the row
@@ -385,10 +414,13 @@ class Screen(pyte.Screen):
         line = self.buffer[self.cursor.y]
         if how == 0:
             grid.erase(line, self._blank(), x, self.columns)
+            if x == 0:  # as xterm.js: the whole row erased no longer continues another
+                unwrap(line)
         elif how == 1:
             grid.erase(line, self._blank(), 0, min(x + 1, self.columns))
         elif how == 2:
             grid.erase(line, self._blank(), 0, self.columns)
+            unwrap(line)
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
         """ED; 3 clears the scrollback only, as in xterm."""
@@ -403,6 +435,9 @@ class Screen(pyte.Screen):
             rows: Iterable[int] = range(self.cursor.y + 1, self.lines)
         elif how == 1:
             self.erase_in_line(1)
+            unwrap(self.buffer.get(self.cursor.y))
+            if self.cursor.x + 1 >= self.columns:  # the row above it is all erased
+                unwrap(self.buffer.get(self.cursor.y + 1))
             rows = range(self.cursor.y)
         elif how == 2:
             rows = range(self.lines)
@@ -626,6 +661,8 @@ class Screen(pyte.Screen):
                 )
                 self.main_y = max(0, min(self.main_y + shift, lines - 1))
                 self._shift_saved(0, shift)
+        if columns != old_cols:
+            self._reflow(old_cols, columns, lines)
         if columns < old_cols:
             for buffer in (self.buffer, self.main_buffer):
                 for line in (buffer or {}).values():
@@ -640,6 +677,41 @@ class Screen(pyte.Screen):
         self.cursor.y = max(0, min(self.cursor.y, lines - 1))
         self._shift_saved(0, 0)
         self._shift_saved(1, 0)
+
+    def _reflow(self, old_cols: int, columns: int, lines: int) -> None:
+        """The main screen's wrapped lines re-wrapped at ``columns`` (`terminal.reflow`),
+        its scrollback with it, whichever screen shows."""
+        alt = self.main_buffer is not None
+        buffer = self.main_buffer if self.main_buffer is not None else self.buffer
+        y = self.main_y if alt else self.cursor.y
+        saved = self.saved[0]
+        history = list(self.scrollback)
+        screen: list[ScrollbackLine] = []
+        for k in range(lines):
+            line = buffer.get(k)
+            screen.append(ScreenLine() if line is None else line)
+        state = reflow.Lines(
+            history + screen,
+            len(history),
+            max(0, min(y, lines - 1)),
+            0 if saved is None else len(history) + saved.y,  # xterm.js counts from the top
+            self.scrollback.limit + lines,
+        )
+        reflow.reflow(state, old_cols, columns, lines, self.pens.cells_of)
+        history = state.rows[: state.base]
+        if columns < old_cols:  # as xterm.js, the scrollback's rows are cut at the edge too
+            reflow.cut_rows(history, columns, self.pens.cells_of)
+        self.scrollback.replace(history)
+        rebuilt = new_buffer()
+        for k, kept in enumerate(state.rows[state.base : state.base + lines]):
+            if kept or is_wrapped(kept):
+                rebuilt[k] = self.pens.cells_of(kept)
+        if alt:
+            self.main_buffer, self.main_y = rebuilt, state.y
+        else:
+            self.buffer, self.cursor.y = rebuilt, state.y
+        if saved is not None:
+            self.saved[0] = saved._replace(y=state.saved_y - state.base)
 
     def _shift_saved(self, slot: int, shift: int) -> None:
         saved = self.saved[slot]

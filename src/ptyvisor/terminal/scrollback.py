@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
-from ptyvisor.terminal.rows import Pens, PlainRow, Runs, ScreenLine, ScrollbackLine
+from ptyvisor.terminal.rows import (
+    Pens,
+    PlainRow,
+    Runs,
+    ScreenLine,
+    ScrollbackLine,
+    plain_row,
+)
 from ptyvisor.terminal.snapshot import runs_line, scrollback_line
 
 Drawing = tuple[ScrollbackLine, int, str]
@@ -58,7 +65,7 @@ class Scrollback:
         history only)."""
         self._rows.extend(row if row is not None else ScreenLine() for row in rows)
         first = max(0, len(fresh) - self.limit)
-        self._rows.extend(map(PlainRow, itertools.islice(fresh, first, None)))
+        self._rows.extend(map(plain_row, itertools.islice(fresh, first, None)))
         self.undrawn += len(rows) + len(fresh)
 
     def pull(self) -> ScreenLine:
@@ -66,6 +73,13 @@ class Scrollback:
         row = self._rows.pop()
         self.drawn.pop(id(row), None)
         return self._pens.cells_of(row)
+
+    def replace(self, rows: Iterable[ScrollbackLine]) -> None:
+        """The history a reflow made (`terminal.reflow`), oldest first; every row is
+        drawn again, at the new width."""
+        self._rows = deque(rows, maxlen=self.limit)
+        self.drawn = {}
+        self.undrawn = len(self._rows)
 
     def clear(self) -> None:
         self._rows.clear()

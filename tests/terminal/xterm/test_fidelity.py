@@ -212,12 +212,12 @@ def test_each_kind_in_issue_25_is_the_live_view_cut_anywhere(xterm: XtermDriver,
 
 
 GENERATED = 200
-FLOORS = {False: (189, 0.999), True: (144, 0.98)}
+FLOORS = {False: (189, 0.999), True: (166, 0.995)}
 """Generated streams without and with resizes: the cases exact and the share of cells
 equal that must not fall (a ratchet: raise them as what still differs is fixed). What
-still differs, by kind: the G0/G1 designations DECRC restores, and, after a resize, reflow
-(xterm.js re-wraps wrapped lines and moves rows between the screen and the scrollback
-otherwise)."""
+still differs, by kind: the G0/G1 designations DECRC restores, and a resize after the
+client attached: the snapshot does not give the client's rows their wrapped flags, so
+its reflow differs (the headless terminal reflows as xterm.js: before reflow, 144)."""
 
 
 @pytest.mark.parametrize("resizes", [False, True], ids=["unresized", "resized"])
