@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from ptyvisor.terminal import HeadlessTerminal
 from ptyvisor.terminal import plain_lines as fast_path
-from ptyvisor.terminal.rows import PlainRow
+from ptyvisor.terminal.rows import PlainRow, is_wrapped
 from ptyvisor.terminal.screen import Screen
-from ptyvisor.terminal.snapshot import scrollback_line
+from ptyvisor.terminal.snapshot import drawn_line
 
 from .support import fuzz_token
 from .test_fast_forward import assert_same, words_and_colours
@@ -165,9 +165,9 @@ def test_rows_that_scroll_straight_in_keep_runs_that_draw_as_their_cells_do() ->
     for cols in (30, 12):
         term.resize(cols, 6)
         for line in kept[:-20]:  # the last ones may be back on the screen
-            assert screen.scrollback.drawing(line, cols)[2] == scrollback_line(
-                screen.scrollback.cells_of(line), cols
-            )
+            cells = screen.scrollback.cells_of(line)
+            wrapped = is_wrapped(line)
+            assert screen.scrollback.drawing(line, cols)[2] == drawn_line(cells, cols, wrapped)
             assert line.text(cols) == "".join(cell.data for cell in _cells(screen, line, cols))
 
 

@@ -68,3 +68,19 @@ def test_erasing_a_row_or_a_line_feed_onto_it_ends_its_wrap() -> None:
     assert wrapped_rows(term)[:2] == [False, False]
     term = make(f"abcdefgh{CSI}1;1H\n", cols=4, rows=4)
     assert wrapped_rows(term)[:2] == [False, False]
+
+
+def test_a_cold_attach_gets_the_wrapped_rows_and_reflows_as_the_live_view() -> None:
+    """The snapshot draws a row that continues another by wrapping onto it, in the
+    scrollback, across into the screen and on it, so that a client attached cold
+    re-wraps them as the live view does (issue 25: resizes after the attach)."""
+    lines = "".join(f"{n:02d}" + "abcdefghij" * (n % 3) + "\r\n" for n in range(12))
+    live = make(lines + "$ ", cols=9, rows=5, scrollback=100)
+    cold = make(live.snapshot().ansi, cols=9, rows=5, scrollback=100)
+    assert wrapped_rows(cold) == wrapped_rows(live)
+    assert any(wrapped_rows(live))
+    for cols, rows in ((23, 5), (4, 7), (9, 5)):
+        live.resize(cols, rows)
+        cold.resize(cols, rows)
+        assert text(cold) == text(live), (cols, rows)
+        assert [r.rstrip() for r in cold.scrollback] == [r.rstrip() for r in live.scrollback]

@@ -66,16 +66,16 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
     assert screen.scrollback_undrawn == 0
     drawn: list[int] = []
 
-    def counted(line: Any, cols: int) -> str:
+    def counted(line: Any, cols: int, wrapped: bool) -> snapshot_ansi.Drawn:
         drawn.append(cols)
-        return snapshot_ansi.scrollback_line(line, cols)
+        return snapshot_ansi.drawn_line(line, cols, wrapped)
 
-    def counted_runs(runs: Any) -> str:  # lines kept as their runs (`PlainRow`)
+    def counted_runs(runs: Any, wrapped: bool) -> snapshot_ansi.Drawn:  # rows kept as runs
         drawn.append(0)
-        return snapshot_ansi.runs_line(runs)
+        return snapshot_ansi.drawn_runs(runs, wrapped)
 
-    monkeypatch.setattr(scrollback_module, "scrollback_line", counted)
-    monkeypatch.setattr(scrollback_module, "runs_line", counted_runs)
+    monkeypatch.setattr(scrollback_module, "drawn_line", counted)
+    monkeypatch.setattr(scrollback_module, "drawn_runs", counted_runs)
     ahead = screen.snapshot().ansi
     assert drawn == []
     screen._screen.scrollback.drawn.clear()

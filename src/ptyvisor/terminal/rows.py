@@ -43,6 +43,8 @@ class WrappedLine(ScreenLine):
     moves with the row (into the scrollback too); `wrap` and `unwrap` set it."""
 
     __slots__ = ()
+    continues = True
+    """What a snapshot reads (`snapshot.continues`)."""
 
 
 def wrap(line: ScreenLine) -> None:

@@ -717,7 +717,9 @@ class Screen(pyte.Screen):
         saved = self.saved[slot]
         if saved is not None:
             y = min(saved.y + shift, self.lines - 1)  # above the top: see `history_grows`
-            self.saved[slot] = saved._replace(x=min(saved.x, self.columns), y=y)
+            # A resize takes a cursor saved in the pending-wrap state back into the
+            # last column, as xterm.js does (``savedX``).
+            self.saved[slot] = saved._replace(x=min(saved.x, self.columns - 1), y=y)
 
     # -- SGR -----------------------------------------------------------------
 

@@ -19,12 +19,13 @@ from ptyvisor.terminal.rows import (
     Runs,
     ScreenLine,
     ScrollbackLine,
+    is_wrapped,
     plain_row,
 )
-from ptyvisor.terminal.snapshot import runs_line, scrollback_line
+from ptyvisor.terminal.snapshot import Drawn, drawn_line, drawn_runs
 
-Drawing = tuple[ScrollbackLine, int, str]
-"""(row, width it was drawn at, the text a snapshot shows for it)."""
+Drawing = tuple[ScrollbackLine, int, Drawn]
+"""(row, width it was drawn at, what a snapshot shows for it)."""
 
 STALE_DRAWINGS = 256
 """Drawings of rows gone from the history kept at most before they are swept."""
@@ -95,9 +96,10 @@ class Scrollback:
         hit = self.drawn.get(id(row))
         if hit is not None and hit[0] is row and hit[1] == cols:
             return hit
+        wrapped = is_wrapped(row) and cols >= 2  # as `snapshot.continues`
         if isinstance(row, PlainRow) and row.width <= cols:
-            return row, cols, runs_line(row.runs)
-        return row, cols, scrollback_line(self._pens.cells_of(row), cols)
+            return row, cols, drawn_runs(row.runs, wrapped)
+        return row, cols, drawn_line(self._pens.cells_of(row), cols, wrapped)
 
     def draw_new(self, cols: int) -> None:
         """Draw the rows that came in since last time, so the next snapshot finds
@@ -111,7 +113,7 @@ class Scrollback:
             self.drawn[id(row)] = self.drawing(row, cols)
         self.undrawn = 0
 
-    def drawn_all(self, cols: int) -> list[str]:
+    def drawn_all(self, cols: int) -> list[Drawn]:
         """Every row as a snapshot draws it, oldest first; drawings of rows gone from
         the history are dropped."""
         drawn = {}

@@ -16,6 +16,12 @@ what the program drew and the state it relies on for its next bytes:
   blanks are skipped with ``CUF`` (the screen was erased), trailing ones are not
   written at all. Writing the last column only arms the pending wrap, and the
   next ``CUP`` disarms it, so the screen never scrolls.
+* Except a row that continues the one above it (the program's text wrapped onto
+  it): that one is reached by wrapping, its text going on from the row above (filled
+  to the edge), so that the client's row continues the other too and a later width
+  change re-wraps them as the live view does (`terminal.reflow`). In the scrollback
+  the same goes for the rows' joins, and rows of the screen that continue the last
+  row of the scrollback go on in its stream before the line feeds push it out.
 * Each style change is a full ``CSI 0;...m`` so no attribute leaks between runs.
 * With the alternate screen active, the main screen is drawn first, then
   ``CSI ?1049h`` and the alternate screen, so leaving it later shows the right
@@ -184,9 +190,10 @@ class ScreenState:
     rows: int
     main: Sequence[Line]
     alt: Sequence[Line] | None
-    scrollback: Sequence[Line | str]
-    """Lines, or lines already drawn by `scrollback_line` (which never change: the
-    terminal keeps them drawn, so a snapshot does not draw a thousand lines again)."""
+    scrollback: Sequence[Line | Drawn]
+    """Lines, or lines already drawn (`drawn_line`, `drawn_runs`: rows in the history
+    never change, so the terminal keeps them drawn and a snapshot does not draw a
+    thousand lines again)."""
     cursor_x: int  # may equal cols: the pending-wrap state
     cursor_y: int
     pen: Cell
@@ -345,6 +352,80 @@ def runs_line(runs: Sequence[tuple[Cell, str]]) -> str:
     return "".join(w.out)
 
 
+class Drawn(NamedTuple):
+    """A scrollback row as a snapshot draws it (`scrollback_line`, `runs_line`), and
+    what joining it to the row above takes: the column its text ends at, whether it
+    continues that row (its text wrapped onto it), whether it starts with a wide
+    character."""
+
+    text: str
+    end: int
+    wrapped: bool = False
+    wide_first: bool = False
+
+
+def wrap_onto(line: Line) -> str:
+    """The start of a row that continues the one above, in the plain pen: a stand-in
+    for its first character (a wide one for a wide one, which wraps by itself from the
+    last column) makes the text wrap onto the row, so the client's row continues the
+    one above as the live one does (reflow reads that), and a row it scrolls in takes
+    no colour; then back to the left edge, where the row is drawn over it. An empty
+    first cell is erased again: no content, as on the live row."""
+    first = line.get(0)
+    wide = first is not None and _is_wide(first.data)
+    stand_in = first.data if wide and first is not None else " "
+    return stand_in + "\b" * (2 if wide else 1) + ("" if first is not None else CSI + "X")
+
+
+def continues(line: object, cols: int) -> bool:
+    """Whether a screen row continues the row above it (`rows.WrappedLine`), as a
+    snapshot at ``cols`` shows: not in a screen of one column, where nothing wraps
+    onto a row without filling it (xterm.js has two columns at least)."""
+    return cols >= 2 and bool(getattr(line, "continues", False))
+
+
+def drawn_end(line: Line, cols: int) -> int:
+    """The column after the last cell a drawing of ``line`` writes."""
+    return max((x for x, cell in line.items() if x < cols and cell != BLANK), default=-1) + 1
+
+
+def drawn_line(line: Line, cols: int, wrapped: bool) -> Drawn:
+    text = scrollback_line(line, cols)
+    if wrapped:
+        text = wrap_onto(line) + text
+    return Drawn(text, drawn_end(line, cols), wrapped, _is_wide(line.get(0, BLANK).data))
+
+
+def drawn_runs(runs: Sequence[tuple[Cell, str]], wrapped: bool) -> Drawn:
+    """`drawn_line` of a row kept as runs (`runs_line`: trailing plain blanks are not
+    drawn, so they are not in ``end`` either)."""
+    total = sum(len(part) for _, part in runs)
+    undrawn = 0
+    for pen, part in reversed(runs):
+        if pen[1:] != BLANK[1:]:
+            break
+        kept = part.rstrip(" ")
+        undrawn += len(part) - len(kept)
+        if kept:
+            break
+    text = runs_line(runs)
+    if wrapped:
+        text = (" \b" if total else " \b" + CSI + "X") + text
+    return Drawn(text, total - undrawn, wrapped)
+
+
+def bridge(cols: int, end: int, wrapped: bool, wide_first: bool) -> str:
+    """What goes between a row whose drawing ended at column ``end`` and the next
+    row: a new line, or, for a row that continues it, blanks up to the edge so that
+    the next character wraps onto it (none where a wide character does by itself)."""
+    if not wrapped:
+        return "\r\n"
+    pad = cols - end
+    if pad <= 0 or (pad == 1 and wide_first):
+        return ""
+    return " " * pad
+
+
 _DATA = operator.itemgetter(0)
 _STYLE_AND_LINK = operator.itemgetter(slice(1, None))
 
@@ -379,6 +460,23 @@ def _screen_line(w: _Writer, line: Line, cols: int, row: int) -> None:
     """One row of the screen, on an erased row; blank rows are not drawn."""
     if any(cell != BLANK for cell in line.values()) and not _ascii_runs(w, line, cols, row):
         w.line(line, cols, row)
+
+
+def _wrapped_group(w: _Writer, lines: Sequence[Line], cols: int, row: int) -> None:
+    """Rows from ``row`` on, each continuing the one above (the program's text wrapped
+    onto them): drawn in one stream from the first row's left edge, each row's text
+    wrapping onto the next as it did live, so that the client's rows continue each
+    other too and re-wrap as the live ones do when the width changes."""
+    w.goto(row, 0)
+    end = 0
+    for i, line in enumerate(lines):
+        if i:
+            w.reset_pen()
+            w.out.append(bridge(cols, end, True, _is_wide(line.get(0, BLANK).data)))
+            w.out.append(wrap_onto(line))
+        if not _ascii_runs(w, line, cols):
+            w.line(line, cols)
+        end = drawn_end(line, cols)
 
 
 def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
@@ -456,21 +554,44 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
     out.append(PROLOGUE)
     w.style = _PLAIN
 
-    if include_scrollback and state.scrollback:
-        count = len(state.scrollback)
-        out.append(
-            "\r\n".join(
-                line if isinstance(line, str) else scrollback_line(line, cols)
-                for line in state.scrollback
-            )
-        )
-        # Line i sits at row min(count, rows) after the writes; that many line
-        # feeds on the bottom row push exactly the written lines into history.
+    history = state.scrollback if include_scrollback else ()
+    if any(continues(line, cols) for line in state.main) or any(
+        row.wrapped if isinstance(row, Drawn) else continues(row, cols) for row in history
+    ):
+        out.append(_mode(7, True))  # rows that continue others are drawn by wrapping
+    lead = 0
+    if history:
+        drawn = [
+            row if isinstance(row, Drawn) else drawn_line(row, cols, continues(row, cols))
+            for row in history
+        ]
+        parts = [drawn[0].text]
+        for above, row in itertools.pairwise(drawn):
+            parts += (bridge(cols, above.end, row.wrapped, row.wide_first), row.text)
+        # Screen rows that continue the last row of the history go on in the stream.
+        end = drawn[-1].end
+        while lead < rows and continues(state.main[lead], cols):
+            row = drawn_line(state.main[lead], cols, True)
+            parts += (bridge(cols, end, True, row.wide_first), row.text)
+            end = row.end
+            lead += 1
+        out.append("".join(parts))
+        # The stream ends on row min(count + lead, rows) - 1; line feeds on the bottom
+        # row push exactly the history's lines out of the screen.
+        count = len(drawn)
         w.goto(rows - 1, 0)
-        out.append("\n" * min(count, rows))
+        out.append("\n" * (count - max(0, count + lead - rows)))
 
-    for y in range(rows):
-        _screen_line(w, state.main[y], cols, y)
+    y = lead
+    while y < rows:
+        last = y + 1
+        while last < rows and continues(state.main[last], cols):
+            last += 1
+        if last == y + 1:
+            _screen_line(w, state.main[y], cols, y)
+        else:
+            _wrapped_group(w, state.main[y:last], cols, y)
+        y = last
 
     if state.title:
         out.append(f"{ESC}]2;{state.title}{ST}")
