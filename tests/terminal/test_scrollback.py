@@ -70,9 +70,9 @@ def test_scrollback_drawn_ahead_is_what_a_snapshot_would_draw(
         drawn.append(cols)
         return snapshot_ansi.drawn_line(line, cols, wrapped)
 
-    def counted_runs(runs: Any, wrapped: bool) -> snapshot_ansi.Drawn:  # rows kept as runs
+    def counted_runs(runs: Any, wrapped: bool, width: int) -> snapshot_ansi.Drawn:  # as runs
         drawn.append(0)
-        return snapshot_ansi.drawn_runs(runs, wrapped)
+        return snapshot_ansi.drawn_runs(runs, wrapped, width)
 
     monkeypatch.setattr(scrollback_module, "drawn_line", counted)
     monkeypatch.setattr(scrollback_module, "drawn_runs", counted_runs)

@@ -97,8 +97,10 @@ class Scrollback:
         if hit is not None and hit[0] is row and hit[1] == cols:
             return hit
         wrapped = is_wrapped(row) and cols >= 2  # as `snapshot.continues`
-        if isinstance(row, PlainRow) and row.width <= cols:
-            return row, cols, drawn_runs(row.runs, wrapped)
+        if isinstance(row, PlainRow):
+            width = row.width
+            if width <= cols:
+                return row, cols, drawn_runs(row.runs, wrapped, width)
         return row, cols, drawn_line(self._pens.cells_of(row), cols, wrapped)
 
     def draw_new(self, cols: int) -> None:

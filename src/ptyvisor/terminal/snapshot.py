@@ -190,10 +190,10 @@ class ScreenState:
     rows: int
     main: Sequence[Line]
     alt: Sequence[Line] | None
-    scrollback: Sequence[Line | Drawn]
-    """Lines, or lines already drawn (`drawn_line`, `drawn_runs`: rows in the history
+    scrollback: Sequence[Drawn]
+    """The history's rows as drawn (`drawn_line`, `drawn_runs`): rows in the history
     never change, so the terminal keeps them drawn and a snapshot does not draw a
-    thousand lines again)."""
+    thousand lines again."""
     cursor_x: int  # may equal cols: the pending-wrap state
     cursor_y: int
     pen: Cell
@@ -386,6 +386,11 @@ def continues(line: object, cols: int) -> bool:
 
 def drawn_end(line: Line, cols: int) -> int:
     """The column after the last cell a drawing of ``line`` writes."""
+    if not line:
+        return 0
+    last = max(line)
+    if last < cols and line[last] != BLANK:  # most rows: one look at the last cell
+        return last + 1
     return max((x for x, cell in line.items() if x < cols and cell != BLANK), default=-1) + 1
 
 
@@ -396,22 +401,25 @@ def drawn_line(line: Line, cols: int, wrapped: bool) -> Drawn:
     return Drawn(text, drawn_end(line, cols), wrapped, _is_wide(line.get(0, BLANK).data))
 
 
-def drawn_runs(runs: Sequence[tuple[Cell, str]], wrapped: bool) -> Drawn:
-    """`drawn_line` of a row kept as runs (`runs_line`: trailing plain blanks are not
-    drawn, so they are not in ``end`` either)."""
-    total = sum(len(part) for _, part in runs)
-    undrawn = 0
+def drawn_runs(runs: Sequence[tuple[Cell, str]], wrapped: bool, width: int) -> Drawn:
+    """`drawn_line` of a row kept as runs, ``width`` cells wide (`runs_line`: trailing
+    plain blanks are not drawn, so they are not in ``end`` either)."""
+    end = width
     for pen, part in reversed(runs):
         if pen[1:] != BLANK[1:]:
             break
         kept = part.rstrip(" ")
-        undrawn += len(part) - len(kept)
+        end -= len(part) - len(kept)
         if kept:
             break
     text = runs_line(runs)
     if wrapped:
-        text = (" \b" if total else " \b" + CSI + "X") + text
-    return Drawn(text, total - undrawn, wrapped)
+        text = (" \b" if width else " \b" + CSI + "X") + text
+    return Drawn(text, end, wrapped)
+
+
+_TEXT = operator.attrgetter("text")
+_WRAPPED = operator.attrgetter("wrapped")
 
 
 def bridge(cols: int, end: int, wrapped: bool, wide_first: bool) -> str:
@@ -555,21 +563,19 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
     w.style = _PLAIN
 
     history = state.scrollback if include_scrollback else ()
-    if any(continues(line, cols) for line in state.main) or any(
-        row.wrapped if isinstance(row, Drawn) else continues(row, cols) for row in history
-    ):
+    joined = any(map(_WRAPPED, history))
+    if joined or any(continues(line, cols) for line in state.main):
         out.append(_mode(7, True))  # rows that continue others are drawn by wrapping
     lead = 0
     if history:
-        drawn = [
-            row if isinstance(row, Drawn) else drawn_line(row, cols, continues(row, cols))
-            for row in history
-        ]
-        parts = [drawn[0].text]
-        for above, row in itertools.pairwise(drawn):
-            parts += (bridge(cols, above.end, row.wrapped, row.wide_first), row.text)
+        if joined:
+            parts = [history[0].text]
+            for above, row in itertools.pairwise(history):
+                parts += (bridge(cols, above.end, row.wrapped, row.wide_first), row.text)
+        else:  # the common case, at C speed: no row continues another
+            parts = ["\r\n".join(map(_TEXT, history))]
         # Screen rows that continue the last row of the history go on in the stream.
-        end = drawn[-1].end
+        end = history[-1].end
         while lead < rows and continues(state.main[lead], cols):
             row = drawn_line(state.main[lead], cols, True)
             parts += (bridge(cols, end, True, row.wide_first), row.text)
@@ -578,7 +584,7 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         out.append("".join(parts))
         # The stream ends on row min(count + lead, rows) - 1; line feeds on the bottom
         # row push exactly the history's lines out of the screen.
-        count = len(drawn)
+        count = len(history)
         w.goto(rows - 1, 0)
         out.append("\n" * (count - max(0, count + lead - rows)))
 
