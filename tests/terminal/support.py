@@ -61,9 +61,12 @@ def state(term: HeadlessTerminal) -> dict[str, Any]:
 
 
 def saved_slots(term: HeadlessTerminal) -> list[tuple[int, int, Cell, Charsets] | None]:
-    # A row above the top (see `Screen.history_grows`) restores to the top, as row 0 does.
+    # A row above the top (see `Screen.history_grows`) restores to the top, as row 0
+    # does, and one below the bottom (left there by a resize) to the bottom.
+    bottom = term.rows - 1
     return [
-        None if v is None else (v.x, max(0, v.y), v.attrs, v.charsets) for v in term._screen.saved
+        None if v is None else (v.x, max(0, min(v.y, bottom)), v.attrs, v.charsets)
+        for v in term._screen.saved
     ]
 
 

@@ -716,10 +716,12 @@ class Screen(pyte.Screen):
     def _shift_saved(self, slot: int, shift: int) -> None:
         saved = self.saved[slot]
         if saved is not None:
-            y = min(saved.y + shift, self.lines - 1)  # above the top: see `history_grows`
-            # A resize takes a cursor saved in the pending-wrap state back into the
-            # last column, as xterm.js does (``savedX``).
-            self.saved[slot] = saved._replace(x=min(saved.x, self.columns - 1), y=y)
+            # The row is not clamped to the screen here: xterm.js keeps it counted from
+            # the top of the scrollback (above the top or below the bottom), and DECRC
+            # clamps. A resize takes a cursor saved in the pending-wrap state back into
+            # the last column, as xterm.js does (``savedX``).
+            x = min(saved.x, self.columns - 1)
+            self.saved[slot] = saved._replace(x=x, y=saved.y + shift)
 
     # -- SGR -----------------------------------------------------------------
 
