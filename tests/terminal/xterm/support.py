@@ -179,6 +179,10 @@ def compare(live: dict[str, Any], cold: dict[str, Any], *, limit: int = 6) -> Co
             note(f"{key}: live {live[key]} cold {cold[key]}")
     for name in ("normal", "alternate"):
         a, b = live[name] or [], cold[name] or []
+        if name == "alternate":
+            # The screen only: xterm.js 6.0 keeps rows above it in an alternate buffer
+            # resized before its first use (no real terminal's has a scrollback).
+            a, b = a[-live["rows"] :], b[-cold["rows"] :]
         if len(a) != len(b):
             note(f"{name}: live {len(a)} lines, cold {len(b)}")
         for back in range(1, max(len(a), len(b)) + 1):

@@ -182,6 +182,29 @@ def test_a_captured_program_attached_cold_is_the_live_view(
     check(xterm, captured(name, seed))
 
 
+def resized(case: Case, seed: int) -> Case:
+    """``case`` with one or two resizes somewhere in it (a window dragged, a phone and
+    a desktop taking turns), attached at a random point."""
+    rng = random.Random(seed)
+    steps = list(case.steps)
+    for _ in range(rng.randint(1, 2)):
+        size = ("resize", rng.randint(20, case.cols + 40), rng.randint(5, case.rows + 10))
+        steps.insert(rng.randint(0, len(steps)), size)
+    attach = rng.choice([-1, rng.randint(0, len(steps))])
+    return Case(f"{case.name}-resized", case.cols, case.rows, tuple(steps), attach)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("name", CAPTURES)
+def test_a_captured_program_resized_and_attached_cold_is_the_live_view(
+    xterm: XtermDriver, name: str, seed: int
+) -> None:
+    """The page's terminal reflows the main screen's lines on a width change and moves
+    rows to and from the scrollback on a height change; the headless terminal does
+    the same, and a snapshot gives the client rows that reflow alike after it."""
+    check(xterm, resized(captured(name, seed), seed * 7 + 1))
+
+
 ISSUE_KINDS = {
     "REP": "ab\x1b[3bc",
     "UK character set": "\x1b(Aa#b\x1b(B#",
