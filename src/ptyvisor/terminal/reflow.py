@@ -26,13 +26,13 @@ from dataclasses import dataclass
 
 from ptyvisor.terminal import grid
 from ptyvisor.terminal.rows import (
-    Erased,
     PlainRow,
     ScreenLine,
     ScrollbackLine,
     WrappedLine,
     is_wrapped,
 )
+from ptyvisor.terminal.snapshot import Erased
 from ptyvisor.terminal.widths import char_width
 
 Cells = Callable[[ScrollbackLine], ScreenLine]
@@ -56,7 +56,7 @@ class Lines:
 
 def trimmed(row: ScrollbackLine) -> int:
     """Cells up to the last one with content (xterm.js ``getTrimmedLength``): not an
-    empty cell, nor one erased with a background colour (`rows.Erased`)."""
+    empty cell, nor one erased with a background colour (`snapshot.Erased`)."""
     if isinstance(row, PlainRow):
         return row.width
     for x in sorted(row, reverse=True):

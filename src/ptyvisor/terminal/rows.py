@@ -14,19 +14,6 @@ from collections.abc import Callable
 from ptyvisor.terminal.snapshot import BLANK, Cell
 
 
-class Erased(Cell):
-    """A cell erased with a background colour (BCE): blank, but without content, as
-    xterm.js keeps it (a written space has content). Reflow measures a line up to its
-    last cell with content; the type says which blanks those are."""
-
-    __slots__ = ()
-
-
-def erased(bg: str) -> Cell:
-    """What erasing writes with background ``bg`` (BLANK for the default one)."""
-    return BLANK if bg == "default" else Erased(*BLANK._replace(bg=bg))
-
-
 class ScreenLine(dict[int, Cell]):
     """A sparse screen line: missing columns read as BLANK without being stored."""
 

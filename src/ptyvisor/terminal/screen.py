@@ -21,11 +21,9 @@ from ptyvisor.terminal.charsets import Charsets
 from ptyvisor.terminal.modes import InputModes
 from ptyvisor.terminal.rows import (
     Buffer,
-    Erased,
     Pens,
     ScreenLine,
     ScrollbackLine,
-    erased,
     is_wrapped,
     new_buffer,
     unwrap,
@@ -34,7 +32,7 @@ from ptyvisor.terminal.rows import (
 from ptyvisor.terminal.scrollback import Scrollback
 from ptyvisor.terminal.sgr import apply_sgr
 from ptyvisor.terminal.signals import CONTROLS
-from ptyvisor.terminal.snapshot import BLANK, Cell
+from ptyvisor.terminal.snapshot import BLANK, Cell, Erased, erased
 from ptyvisor.terminal.widths import ONE_CELL_RUN, char_width
 
 DECAWM: int = mo.DECAWM

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -80,6 +80,22 @@ class Cell(NamedTuple):
 
 
 BLANK = Cell(" ")
+
+
+class Erased(Cell):
+    """A cell erased with a background colour (BCE): blank, but without content, as
+    xterm.js keeps it (a written space has content). Reflow measures a line up to its
+    last cell with content, and a snapshot erases such cells (ECH) rather than
+    writing spaces; the type says which blanks those are."""
+
+    __slots__ = ()
+
+
+def erased(bg: str) -> Cell:
+    """What erasing writes with background ``bg`` (BLANK for the default one)."""
+    return BLANK if bg == "default" else Erased(*BLANK._replace(bg=bg))
+
+
 """An erased, unstyled cell: what a freshly cleared terminal holds everywhere."""
 
 Line = Mapping[int, Cell]
@@ -288,6 +304,23 @@ class _Writer:
                 gap += 1
                 x += 1
                 continue
+            if type(cell) is Erased:  # erased in its colour (ECH), not written: no content
+                run = 1
+                while x + run < end and type(line[x + run]) is Erased and line[x + run] == cell:
+                    run += 1
+                if row is not None:
+                    self.goto(row, x)
+                    row = None
+                elif resync:
+                    out.append(f"{CSI}{x + 1}G")
+                elif gap:
+                    out.append(f"{CSI}{gap}C" if gap > 1 else CSI + "C")
+                resync = False
+                self.pen(cell)
+                out.append(f"{CSI}{run}X" if run > 1 else CSI + "X")
+                gap = run  # ECH leaves the cursor where it is
+                x += run
+                continue
             if row is not None:
                 self.goto(row, x)
                 row = None
@@ -333,14 +366,22 @@ def runs_line(runs: Sequence[tuple[Cell, str]]) -> str:
     """`scrollback_line` of a line drawn from column 0 as runs of one-cell ASCII
     text, each with its pen (a cell's style and link; its data is ignored), known
     without reading the line's cells."""
+    return _runs_drawing(runs)[0]
+
+
+def _runs_drawing(runs: Sequence[tuple[Cell, str]]) -> tuple[str, int]:
+    """`runs_line`, and how many cells at its end it does not draw (blanks in the
+    plain pen)."""
     runs = list(runs)
-    while runs:  # trailing blanks in the plain pen are not drawn
+    undrawn = 0
+    while runs:
         pen, text = runs[-1]
         if pen[1:] != BLANK[1:]:
             break
-        text = text.rstrip(" ")
-        if text:
-            runs[-1] = (pen, text)
+        kept = text.rstrip(" ")
+        undrawn += len(text) - len(kept)
+        if kept:
+            runs[-1] = (pen, kept)
             break
         runs.pop()
     w = _Writer()
@@ -349,7 +390,7 @@ def runs_line(runs: Sequence[tuple[Cell, str]]) -> str:
         w.pen(pen)
         w.out.append(text)
     w.reset_pen()
-    return "".join(w.out)
+    return "".join(w.out), undrawn
 
 
 class Drawn(NamedTuple):
@@ -362,6 +403,8 @@ class Drawn(NamedTuple):
     end: int
     wrapped: bool = False
     wide_first: bool = False
+    edge: Cell = BLANK
+    """Its cell in the last column, which `fill` writes when the row below continues it."""
 
 
 def wrap_onto(line: Line) -> str:
@@ -385,53 +428,85 @@ def continues(line: object, cols: int) -> bool:
 
 
 def drawn_end(line: Line, cols: int) -> int:
-    """The column after the last cell a drawing of ``line`` writes."""
+    """The column the cursor is at after a drawing of ``line`` (`_Writer.line`): past
+    its last written cell, or at the start of a run of cells erased in their colour
+    after it (ECH does not move the cursor)."""
     if not line:
         return 0
     last = max(line)
-    if last < cols and line[last] != BLANK:  # most rows: one look at the last cell
+    cell = line[last]
+    if last < cols and cell != BLANK and type(cell) is not Erased:  # most rows: one look
         return last + 1
-    return max((x for x, cell in line.items() if x < cols and cell != BLANK), default=-1) + 1
+    end = 0
+    x = 0
+    stop = min(cols, last + 1)
+    while x < stop:
+        cell = line.get(x, BLANK)
+        if cell == BLANK:
+            x += 1
+        elif type(cell) is Erased:  # as `_Writer.line` takes a run of them
+            end = x
+            x += 1
+            while x < stop and type(line.get(x)) is Erased and line[x] == cell:
+                x += 1
+        else:
+            x += 1
+            end = x
+    return end
+
+
+def fill(cols: int, end: int, edge: Cell) -> str:
+    """What takes a row's drawing from column ``end`` to the edge, so that the next
+    character wraps onto the row below: over the blank cells, then the last one
+    (``edge``) written as a blank in its own colours (the pending wrap needs a
+    printed cell)."""
+    if end >= cols:
+        return ""
+    w = _Writer()
+    w.style = _PLAIN
+    skip = cols - 1 - end
+    if skip:
+        w.out.append(f"{CSI}{skip}C" if skip > 1 else CSI + "C")
+    w.pen(edge)
+    w.out.append(" ")
+    w.reset_pen()
+    return "".join(w.out)
 
 
 def drawn_line(line: Line, cols: int, wrapped: bool) -> Drawn:
     text = scrollback_line(line, cols)
     if wrapped:
         text = wrap_onto(line) + text
-    return Drawn(text, drawn_end(line, cols), wrapped, _is_wide(line.get(0, BLANK).data))
+    end = drawn_end(line, cols)
+    wide_first = _is_wide(line.get(0, BLANK).data)
+    edge = line.get(cols - 1, BLANK) if end < cols else BLANK  # used only short of it
+    return Drawn(text, end, wrapped, wide_first, edge)
 
 
 def drawn_runs(runs: Sequence[tuple[Cell, str]], wrapped: bool, width: int) -> Drawn:
-    """`drawn_line` of a row kept as runs, ``width`` cells wide (`runs_line`: trailing
-    plain blanks are not drawn, so they are not in ``end`` either)."""
-    end = width
-    for pen, part in reversed(runs):
-        if pen[1:] != BLANK[1:]:
-            break
-        kept = part.rstrip(" ")
-        end -= len(part) - len(kept)
-        if kept:
-            break
-    text = runs_line(runs)
+    """`drawn_line` of a row kept as runs, ``width`` cells wide (its drawing ends
+    where `runs_line` stops: trailing plain blanks are not drawn)."""
+    text, undrawn = _runs_drawing(runs)
+    end = width - undrawn
     if wrapped:
-        text = (" \b" if width else " \b" + CSI + "X") + text
-    return Drawn(text, end, wrapped)
+        text = (" \b" if runs else " \b" + CSI + "X") + text
+    return _new_drawn(Drawn, (text, end, wrapped, False, BLANK))  # the hot path: no kwargs
 
 
+_new_drawn: Callable[[type[Drawn], tuple[object, ...]], Drawn] = tuple.__new__
 _TEXT = operator.attrgetter("text")
 _WRAPPED = operator.attrgetter("wrapped")
 
 
-def bridge(cols: int, end: int, wrapped: bool, wide_first: bool) -> str:
-    """What goes between a row whose drawing ended at column ``end`` and the next
-    row: a new line, or, for a row that continues it, blanks up to the edge so that
-    the next character wraps onto it (none where a wide character does by itself)."""
-    if not wrapped:
+def bridge(above: Drawn, row: Drawn, cols: int) -> str:
+    """What goes between two rows: a new line, or, for a row that continues the one
+    above, a `fill` of that one up to the edge, so that the next character wraps onto it
+    (none where a wide character does by itself from the last column)."""
+    if not row.wrapped:
         return "\r\n"
-    pad = cols - end
-    if pad <= 0 or (pad == 1 and wide_first):
+    if row.wide_first and above.end == cols - 1 and above.edge == BLANK:
         return ""
-    return " " * pad
+    return fill(cols, above.end, above.edge)
 
 
 _DATA = operator.itemgetter(0)
@@ -456,12 +531,32 @@ def _ascii_runs(w: _Writer, line: Line, cols: int, row: int | None = None) -> bo
         while x < end and cells[x] == BLANK:
             x += 1
         w.goto(row, x)
+    skip = 0  # cells erased in their colour (ECH) that the cursor has yet to pass
     for _, run in itertools.groupby(cells[x:end], _STYLE_AND_LINK):
         same = list(run)
         w.pen(same[0])
-        w.out.append(text[x : x + len(same)])
-        x += len(same)
+        parts = [(False, len(same))]
+        if same[0].bg != "default" and Erased in set(map(type, same)):  # rare: split
+            parts = [(erased, len(list(cells))) for erased, cells in _by_erased(same)]
+        for erased, count in parts:
+            if skip:
+                w.out.append(f"{CSI}{skip}C" if skip > 1 else CSI + "C")
+                skip = 0
+            if erased:
+                w.out.append(f"{CSI}{count}X" if count > 1 else CSI + "X")
+                skip = count
+            else:
+                w.out.append(text[x : x + count])
+            x += count
     return True
+
+
+def _by_erased(cells: Sequence[Cell]) -> Iterator[tuple[bool, Iterator[Cell]]]:
+    return itertools.groupby(cells, _is_erased)
+
+
+def _is_erased(cell: Cell) -> bool:
+    return type(cell) is Erased
 
 
 def _screen_line(w: _Writer, line: Line, cols: int, row: int) -> None:
@@ -476,15 +571,18 @@ def _wrapped_group(w: _Writer, lines: Sequence[Line], cols: int, row: int) -> No
     wrapping onto the next as it did live, so that the client's rows continue each
     other too and re-wrap as the live ones do when the width changes."""
     w.goto(row, 0)
-    end = 0
+    above = Drawn("", 0)
     for i, line in enumerate(lines):
+        end = drawn_end(line, cols)
+        wide = _is_wide(line.get(0, BLANK).data)
+        drawn = Drawn("", end, bool(i), wide, line.get(cols - 1, BLANK))
         if i:
             w.reset_pen()
-            w.out.append(bridge(cols, end, True, _is_wide(line.get(0, BLANK).data)))
+            w.out.append(bridge(above, drawn, cols))
             w.out.append(wrap_onto(line))
         if not _ascii_runs(w, line, cols):
             w.line(line, cols)
-        end = drawn_end(line, cols)
+        above = drawn
 
 
 def _cursor_tail(w: _Writer, state: ScreenState, lines: Sequence[Line]) -> None:
@@ -571,15 +669,15 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
         if joined:
             parts = [history[0].text]
             for above, row in itertools.pairwise(history):
-                parts += (bridge(cols, above.end, row.wrapped, row.wide_first), row.text)
+                parts += (bridge(above, row, cols), row.text)
         else:  # the common case, at C speed: no row continues another
             parts = ["\r\n".join(map(_TEXT, history))]
         # Screen rows that continue the last row of the history go on in the stream.
-        end = history[-1].end
+        above = history[-1]
         while lead < rows and continues(state.main[lead], cols):
             row = drawn_line(state.main[lead], cols, True)
-            parts += (bridge(cols, end, True, row.wide_first), row.text)
-            end = row.end
+            parts += (bridge(above, row, cols), row.text)
+            above = row
             lead += 1
         out.append("".join(parts))
         # The stream ends on row min(count + lead, rows) - 1; line feeds on the bottom
