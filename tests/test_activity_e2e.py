@@ -147,8 +147,11 @@ async def test_an_activity_event_is_sent_only_on_a_real_change(
 ) -> None:
     """A repeated report (an agent saying `waiting` again at its first prompt) is no
     event; one that changes something besides the phase says what in ``changed``;
-    and an agent that said `stopped` before exiting gets one `stopped`, not two."""
+    and an agent that said `stopped` before exiting gets one `stopped`, not two. The
+    script waits for a line, so that its first report comes once the client is
+    attached (before, it is no event to this client: CI on a busy machine)."""
     script = f"""
+        read go
         {PTYVISOR_BIN} emit activity waiting --agent script
         {PTYVISOR_BIN} emit activity waiting --agent script
         {PTYVISOR_BIN} emit activity waiting --agent script --reason 'first prompt'
@@ -157,6 +160,7 @@ async def test_an_activity_event_is_sent_only_on_a_real_change(
     """
     session = await client.spawn(["sh", "-c", script], env=child_env())
     await client.attach(session.id, since=0)
+    await client.send_input(b"go\r")
     # The exit's own activity change, if any, is sent before the process change.
     events = await until(client, exited)
     changes = [e for e in events if isinstance(e, ActivityChanged)]
