@@ -673,8 +673,7 @@ class Screen(pyte.Screen):
         self.margins = None
         self.cursor.x = min(self.cursor.x, columns - 1)
         self.cursor.y = max(0, min(self.cursor.y, lines - 1))
-        self._shift_saved(0, 0)
-        self._shift_saved(1, 0)
+        self._fit_saved()
 
     def _reflow(self, old_cols: int, columns: int, lines: int) -> None:
         """The main screen's wrapped lines re-wrapped at ``columns`` (`terminal.reflow`),
@@ -712,14 +711,19 @@ class Screen(pyte.Screen):
             self.saved[0] = saved._replace(y=state.saved_y - state.base)
 
     def _shift_saved(self, slot: int, shift: int) -> None:
+        """The saved cursor's row moves with the rows. It is not clamped to the screen:
+        xterm.js keeps it counted from the top of the scrollback (above the top or
+        below the bottom), and DECRC clamps."""
         saved = self.saved[slot]
-        if saved is not None:
-            # The row is not clamped to the screen here: xterm.js keeps it counted from
-            # the top of the scrollback (above the top or below the bottom), and DECRC
-            # clamps. A resize takes a cursor saved in the pending-wrap state back into
-            # the last column, as xterm.js does (``savedX``).
-            x = min(saved.x, self.columns - 1)
-            self.saved[slot] = saved._replace(x=x, y=saved.y + shift)
+        if saved is not None and shift:
+            self.saved[slot] = saved._replace(y=saved.y + shift)
+
+    def _fit_saved(self) -> None:
+        """After a resize, a saved cursor past the new last column (or in the
+        pending-wrap state) goes to that column, as xterm.js does (``savedX``)."""
+        for slot, saved in enumerate(self.saved):
+            if saved is not None and saved.x > self.columns - 1:
+                self.saved[slot] = saved._replace(x=self.columns - 1)
 
     # -- SGR -----------------------------------------------------------------
 
