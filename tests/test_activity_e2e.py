@@ -23,6 +23,7 @@ def exited(event: object) -> bool:
 
 async def test_shell_script_drives_activity(server: RunningServer, client: Client) -> None:
     script = f"""
+        read go
         echo before
         {PTYVISOR_BIN} emit activity starting --agent script
         {PTYVISOR_BIN} emit activity working --reason 'compiling'
@@ -34,6 +35,7 @@ async def test_shell_script_drives_activity(server: RunningServer, client: Clien
     """
     session = await client.spawn(["sh", "-c", script], env=child_env())
     await client.attach(session.id, since=0)
+    await client.send_input(b"go\r")  # its reports once this client sees them (a busy CI)
     events = await until(
         client,
         lambda e: isinstance(e, ActivityChanged) and e.activity.phase is ActivityPhase.WAITING,

@@ -550,9 +550,10 @@ async def test_hook_interaction_reaches_clients_through_the_server(
     # Without the control socket the request hook frames and exits rather than holding
     # for a client's answer (that is test_control's subject).
     ask_hook = f"env -u PTYVISOR_CONTROL {hook}"
-    script = f"setsid {ask_hook} < ask.json; read x; setsid {hook} < done.json; read y"
+    script = f"read go; setsid {ask_hook} < ask.json; read x; setsid {hook} < done.json; read y"
     session = await client.spawn(["sh", "-c", script], cwd=str(tmp_path))
     await client.attach(session.id, since=0)
+    await client.send_input(b"go\r")  # the hook runs once this client sees what it says
     events = await until(client, lambda e: isinstance(e, ActivityChanged))
     change = events[-1]
     assert isinstance(change, ActivityChanged)

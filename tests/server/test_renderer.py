@@ -203,11 +203,12 @@ async def test_fifty_lagging_clients_share_one_snapshot_within_reuse() -> None:
 async def test_a_resize_renders_what_came_before_it_at_the_old_size() -> None:
     log = OutputLog(1 << 16)
     renderer = make(log)
-    # Column 30 exists at 40 columns, and the narrower screen then cuts it off; at
-    # 20 columns the same move would stop at the last column and show the X.
+    # Column 30 exists at 40 columns, and the narrower screen then re-wraps that row
+    # (as xterm.js): the X moves to column 10 of a row below it; at 20 columns the
+    # same move would stop at the last column and show the X on the first row.
     log.append(b"\x1b[30GX\r\nnext")
     await renderer.resize(20, 5)
-    assert (await renderer.inspect(screen_text(renderer)))[:2] == ["", "next"]
+    assert (await renderer.inspect(screen_text(renderer)))[:3] == ["", " " * 9 + "X", "next"]
 
 
 async def test_restore_starts_from_a_handed_over_screen_only_if_the_log_holds_its_seq() -> None:
