@@ -12,11 +12,12 @@ it moves whole to the next row, leaving the last cell empty. The line the cursor
 on is left alone (xterm.js's ``reflowCursorLine`` is off by default): the program
 redraws it. The alternate screen is never reflowed.
 
-The algorithm and its corner cases (where a wide character ended a row, how many
-rows the scrollback may hold while lines are inserted) follow xterm.js's
-``Buffer._reflowLarger``/``_reflowSmaller`` step for step: the point is to end with
-the same rows, cell for cell, which tests/terminal/xterm/test_fidelity.py checks
-against xterm.js itself.
+The rules, corner cases included (where a wide character ended a row, how many rows
+the list may hold while lines are inserted, where the cursor and the saved cursor
+go), are those xterm.js's ``Buffer._reflowLarger``/``_reflowSmaller`` follow,
+written here for this terminal's sparse rows: the point is to end with the same
+rows, cell for cell, which tests/terminal/xterm/test_fidelity.py checks against
+xterm.js itself.
 """
 
 from __future__ import annotations
