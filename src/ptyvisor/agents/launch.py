@@ -530,16 +530,10 @@ def launch(
                 ["qwen", *args, *extra], {"QWEN_CODE_SYSTEM_DEFAULTS_PATH": str(defaults)}
             )
         case "pi":
-            if any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
-                return Launch(["pi", *args, *extra])  # machine-read stdout: no frames there
-            extension = extensions_dir() / "pi" / "ptyvisor.js"
-            return Launch(["pi", "--extension", str(extension), *args, *extra])
+            return _pi_like("pi", "--extension", machine_read=False, args=args, extra=extra)
         case "oh-my-pi":
-            machine = args[:1] and args[0] in OMP_COMMANDS
-            if machine or any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
-                return Launch(["omp", *args, *extra])
-            extension = extensions_dir() / "pi" / "ptyvisor.js"
-            return Launch(["omp", "-e", str(extension), *args, *extra])
+            command = bool(args) and args[0] in OMP_COMMANDS
+            return _pi_like("omp", "-e", machine_read=command, args=args, extra=extra)
         case "copilot":
             plugin = copilot_plugin(session_dir / "copilot")
             return Launch(["copilot", "--plugin-dir", str(plugin), *args, *extra])
@@ -550,6 +544,18 @@ def launch(
                 ["gemini", *args, *extra],
                 {"GEMINI_CLI_HOME": str(home), **gemini_not_headless(environment)},
             )
+
+
+def _pi_like(
+    program: str, option: str, *, machine_read: bool, args: Sequence[str], extra: list[str]
+) -> Launch:
+    """Pi, or its fork oh-my-pi, with Pi's extension given by ``option``; none where
+    its standard output is read by a machine (a mode or subcommand that prints JSON or
+    speaks a protocol there): frames would land in it."""
+    if machine_read or any(arg.split("=", 1)[0] in PI_MACHINE_MODES for arg in args):
+        return Launch([program, *args, *extra])
+    extension = extensions_dir() / "pi" / "ptyvisor.js"
+    return Launch([program, option, str(extension), *args, *extra])
 
 
 RESUME_OPTION: dict[AgentName, str] = {
