@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 
 import pytest
 
@@ -12,7 +13,7 @@ from ptyvisor.agents.activity import ActivityPhase
 from ptyvisor.client.client import Client, Output
 from ptyvisor.wire.protocol import ActivityChanged, ProcessChanged
 
-from .conftest import PTYVISOR_BIN, RunningServer, child_env, output_of, until
+from .conftest import PTYVISOR_BIN, RunningServer, child_env, output_of, poll, until
 
 pytestmark = pytest.mark.anyio
 
@@ -66,6 +67,48 @@ def frame(session: str, nonce: str, payload: bytes, version: str = "1") -> str:
     """A frame as a shell ``printf`` argument (octal escapes for ESC and BEL)."""
     encoded = base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
     return f"\\033]7733;ptyvisor;{version};{session};{nonce};{encoded}\\007"
+
+
+TWO_REPORTS_AT_ONCE = """
+import os, sys, time
+from ptyvisor.wire.frame_encoding import encode_frame
+sys.stdin.readline()
+env = os.environ
+def frame(phase, **more):
+    payload = {"type": "activity", "phase": phase, "at": time.time_ns() // 1_000_000, **more}
+    return encode_frame(env["PTYVISOR_SESSION"], env["PTYVISOR_NONCE"], payload)
+os.write(1, frame("working", reason="one write", agent="script") + frame("waiting"))
+sys.stdin.readline()
+"""
+
+
+async def test_every_report_of_one_read_is_a_transition(
+    server: RunningServer, client: Client
+) -> None:
+    """Two reports the server reads at once (a busy machine joins a hook's Working and
+    the next hook's Ready into one read) are two transitions, each as it was: for
+    attached clients, and in the timeline. Each used to be published as the tracker
+    stood after the whole read, and the Working was lost."""
+    session = await client.spawn([sys.executable, "-c", TWO_REPORTS_AT_ONCE], env=child_env())
+    await client.attach(session.id, since=0)
+    await client.send_input(b"go\r")
+    events = await until(
+        client,
+        lambda e: isinstance(e, ActivityChanged) and e.activity.phase is ActivityPhase.WAITING,
+    )
+    changes = [e.activity for e in events if isinstance(e, ActivityChanged)]
+    assert [(a.phase.value, a.reason) for a in changes] == [
+        ("working", "one write"),
+        ("waiting", None),
+    ]
+
+    async def recorded() -> list[str]:
+        transitions = (await client.timeline(session.id)).transitions
+        return [t.phase.value for t in transitions]
+
+    assert (await poll(recorded))[-2:] == ["working", "waiting"]
+    await client.send_input(b"go\r")
+    await until(client, exited)
 
 
 async def test_spoofed_frames_change_nothing(server: RunningServer, client: Client) -> None:

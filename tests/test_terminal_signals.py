@@ -219,8 +219,11 @@ NOTIFICATIONS: list[tuple[str, bytes, str, str | None]] = [
 @pytest.mark.anyio
 async def test_each_notification_kind_and_progress(server: RunningServer, client: Client) -> None:
     steps = "".join(f"printf '{arg}'; read -r line\n" for arg, *_ in NOTIFICATIONS)
-    session = await client.spawn(["sh", "-c", steps + "exit 0\n"], env=child_env())
+    session = await client.spawn(
+        ["sh", "-c", "read -r line\n" + steps + "exit 0\n"], env=child_env()
+    )
     await client.attach(session.id, since=0)
+    await client.send_input(b"go\r")  # attached: the events that follow reach us
     events: list[Event] = []
     for _arg, sent, phase, reason in NOTIFICATIONS:
         events += await until(client, activity_is(phase, reason))
@@ -238,6 +241,7 @@ async def test_each_notification_kind_and_progress(server: RunningServer, client
 @pytest.mark.anyio
 async def test_the_extension_wins_over_the_terminal(server: RunningServer, client: Client) -> None:
     script = rf"""
+        read -r line
         {PTYVISOR_BIN} emit activity working --agent script --reason compiling
         printf '\033]9;look at me\007\033]133;A\007\007\033]9;4;0\007\033]133;D;1\007'
         echo signals-sent
@@ -249,6 +253,7 @@ async def test_the_extension_wins_over_the_terminal(server: RunningServer, clien
     """
     session = await client.spawn(["sh", "-c", script], env=child_env())
     await client.attach(session.id, since=0)
+    await client.send_input(b"go\r")  # attached: the events that follow reach us
     events = await until(client, activity_is("working", "compiling", "extension"))
     events += await until(client, output_has(b"signals-sent"))
     # A capture brings the headless terminal, and so its signals, up to date.

@@ -735,7 +735,13 @@ Event = FrameApplied | ScreenShown | Tick | KeyTyped | SignalsSeen | ProgramExit
 
 @dataclass(frozen=True, slots=True)
 class Changed:
-    """What clients see of the activity (or its pending interaction) changed."""
+    """What clients see of the activity (or its pending interaction) changed, and
+    what it changed to. The state travels with the effect: one read can carry several
+    frames (a hook's Working and the next one's Ready), and each transition is
+    published as it was, not as the tracker stands once the read is applied."""
+
+    activity: Activity
+    pending: Interaction | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -864,6 +870,13 @@ class ActivityRules:
     def activity(self) -> Activity:
         return self.tracker.activity
 
+    def _now_changed(self) -> Changed:
+        """The activity changed just now: to what it is now."""
+        return Changed(self.tracker.activity, self.tracker.pending)
+
+    def _changed(self, changed: bool) -> list[Effect]:
+        return [self._now_changed()] if changed else []
+
     def handle(self, event: Event) -> list[Effect]:
         """Apply ``event``; what the session must do about it."""
         effects = self._handle(event)
@@ -886,14 +899,14 @@ class ActivityRules:
                 )
                 # An interrupt ends an agent's turn; any key answers a notification.
                 changed = interrupt and self.tracker.interrupted(at)
-                return _changed(changed or self.tracker.attended(at))
+                return self._changed(changed or self.tracker.attended(at))
             case SignalsSeen(signals=seen, at=at):
-                return _changed(self.tracker.terminal_signals(seen, at))
+                return self._changed(self.tracker.terminal_signals(seen, at))
             case ProgramExited(exit_code=code, signal=signal, killed=killed, at=at, why=why):
                 exited = self.tracker.process_exited(
                     exit_code=code, signal=signal, now_ms=at, killed=killed, why=why
                 )
-                return [*_changed(exited), DropQueuedMessage()]
+                return [*self._changed(exited), DropQueuedMessage()]
             case MessageQueued(at=at):
                 self._queued_at = at
                 return []
@@ -938,7 +951,7 @@ class ActivityRules:
             effects.append(Stale())
         else:
             if self.tracker.apply(payload):
-                effects.append(Changed())
+                effects.append(self._now_changed())
             if ends_turn and not self._queued_in_this_turn(payload):
                 effects.append(DropQueuedMessage())
         # Held requests are withdrawn by stale frames too: a late PostToolUse still
@@ -991,11 +1004,13 @@ class ActivityRules:
         it became true), or for an agent that cannot report it, ``starting`` made
         ``waiting``."""
         if not self._reports_startup:
-            return _changed(self.tracker.started_up(at))
+            return self._changed(self.tracker.started_up(at))
         report = self._startup_report
         if report is None or not self._starting():
             return []
-        return _changed(self.tracker.apply(report.model_copy(update={"at": max(report.at, at)})))
+        return self._changed(
+            self.tracker.apply(report.model_copy(update={"at": max(report.at, at)}))
+        )
 
     def _screen(self, rows: Sequence[str], at: int, seq: int | None) -> list[Effect]:
         """The screen: during start-up, Ready the moment the agent's input prompt shows
@@ -1013,7 +1028,7 @@ class ActivityRules:
             if self._resuming is not None and self._resuming.search(shown) is not None:
                 self._resuming = None  # loading it: the prompt drawn next is Ready
             if asked is not None:
-                effects += _changed(self.tracker.startup_dialog(asked.group(0), at))
+                effects += self._changed(self.tracker.startup_dialog(asked.group(0), at))
             elif self._prompt_shows and self._covers(seq, self._report_seq) and not self._resuming:
                 effects += self._become_ready(at)
         line = self._busy_line
@@ -1023,7 +1038,7 @@ class ActivityRules:
                 if self._busy_gone_at is None:
                     self._busy_gone_at = at
             elif began and self.tracker.turn_on_screen(True, at):
-                effects.append(Changed())
+                effects.append(self._now_changed())
         return effects
 
     def _tick(self, tick: Tick) -> list[Effect]:
@@ -1043,9 +1058,5 @@ class ActivityRules:
             self._busy_gone_at = None
             assert self._busy_line is not None
             if not self._busy_line.shown and self.tracker.turn_on_screen(False, gone):
-                effects.append(Changed())
+                effects.append(self._now_changed())
         return effects
-
-
-def _changed(changed: bool) -> list[Effect]:
-    return [Changed()] if changed else []

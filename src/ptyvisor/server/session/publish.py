@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ptyvisor.agents.activity import ActivityTracker
+from ptyvisor.agents.activity import Activity, ActivityTracker, Changed
+from ptyvisor.agents.interaction import Interaction
 from ptyvisor.server.recording import Recorder, marker_label
 from ptyvisor.server.records import Records
 from ptyvisor.server.session.clients import Clients
@@ -37,14 +38,16 @@ class ActivityPublisher:
         self._records = records
         self._recorder = recorder
         self._answerable_shown = False
-        self._shown = self._view()
+        self._shown = self._view(tracker.activity, tracker.pending)
         """The activity as the last event (or the start) showed it."""
 
     @property
     def answerable(self) -> bool:
         """Whether a client can answer the pending interaction: only while an agent hook
         holds a request for it (Codex questions, for one, are answered in the terminal)."""
-        pending = self._tracker.pending
+        return self._answerable(self._tracker.pending)
+
+    def _answerable(self, pending: Interaction | None) -> bool:
         return pending is not None and self._holds is not None and self._holds(self._id, pending.id)
 
     def requests_changed(self) -> None:
@@ -53,11 +56,16 @@ class ActivityPublisher:
         if self.answerable != self._answerable_shown:
             self.changed()
 
-    def changed(self) -> None:
-        """The activity changed: into the records, and to clients and the recording
-        when what they see of it changed."""
-        self._answerable_shown = self.answerable
-        activity = self._tracker.activity
+    def changed(self, to: Changed | None = None) -> None:
+        """The activity changed (``to``: what it changed to, by default what it is now):
+        into the records, and to clients and the recording when what they see of it
+        changed. Each change is published as it was, even when several came in one read."""
+        activity, pending = (
+            (self._tracker.activity, self._tracker.pending)
+            if to is None
+            else (to.activity, to.pending)
+        )
+        self._answerable_shown = self._answerable(pending)
         if self._records is not None:
             self._records.activity(
                 self._id,
@@ -68,7 +76,7 @@ class ActivityPublisher:
                 agent=activity.agent,
                 source=activity.source,
             )
-        shown = self._view()
+        shown = self._view(activity, pending)
         differs = [name for name, value in shown.items() if self._shown[name] != value]
         if not differs:
             return
@@ -78,15 +86,14 @@ class ActivityPublisher:
         event = ActivityChanged(
             session=self._id,
             activity=activity,
-            pending_interaction=self._tracker.pending,
+            pending_interaction=pending,
             answerable=self._answerable_shown,
             changed=differs,
         )
         self._clients.broadcast(event.model_dump_json())
         self._on_change()
 
-    def _view(self) -> dict[ActivityField, object]:
-        activity = self._tracker.activity
+    def _view(self, activity: Activity, pending: Interaction | None) -> dict[ActivityField, object]:
         return {
             "phase": activity.phase,
             "since": activity.since,
@@ -94,6 +101,6 @@ class ActivityPublisher:
             "agent": activity.agent,
             "native_session_id": activity.native_session_id,
             "source": activity.source,
-            "pending_interaction": self._tracker.pending,
+            "pending_interaction": pending,
             "answerable": self._answerable_shown,
         }

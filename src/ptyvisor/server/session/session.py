@@ -350,7 +350,7 @@ class Session:
         """Make known what the core changed."""
         for outcome in outcomes:
             if isinstance(outcome, Changed):
-                self.publisher.changed()
+                self.publisher.changed(outcome)
                 self.prompter.activity_changed()
             elif isinstance(outcome, QueueChanged):
                 self._on_change()
