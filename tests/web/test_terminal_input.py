@@ -72,7 +72,7 @@ def test_page_strips_replayed_queries_like_the_server_side(server: Server, page:
     login(page, server)
     results: list[str] = page.evaluate(
         """async vectors => {
-            const { withoutQueries, shown } = await import("/static/replay.js");
+            const { withoutQueries, shown } = await import("/static/client/replay.js");
             const bytes = text => Uint8Array.from(text, c => c.charCodeAt(0));
             const text = b => String.fromCharCode(...b);
             const out = vectors.map(v => text(withoutQueries(bytes(v.output))));

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -75,9 +76,12 @@ def _asset(path: Path) -> Asset:
 def load_assets(static_dir: Path = STATIC_DIR) -> dict[str, Asset]:
     """URL path → asset: ``/`` is index.html, everything else under ``/static/``."""
     assets: dict[str, Asset] = {}
-    if static_dir.is_dir():
-        for path in sorted(static_dir.rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
+    # Links followed: ``static/client`` is the JavaScript client's own folder
+    # (clients/js/src), so the page runs the package frontends install.
+    for folder, _dirs, files in os.walk(static_dir, followlinks=True):
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.is_file() and not name.startswith("."):
                 relative = path.relative_to(static_dir).as_posix()
                 assets[f"/static/{relative}"] = _asset(path)
     if "/static/index.html" in assets:

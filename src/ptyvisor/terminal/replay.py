@@ -9,8 +9,8 @@ agents show it in their prompt). So a client that answers queries shows replayed
 bytes (before ``attached.live_seq``) without the queries; its stream position still
 counts every byte. Nothing a query does is visible, so the screen is the same.
 
-The web page has the same rules in ``web/static/replay.js``; both are checked
-against ``tests/terminal/replay-queries.json``.
+The JavaScript client (and so the web page) has the same rules in
+``clients/js/src/replay.js``; both are checked against ``tests/terminal/replay-queries.json``.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 // only, and removed from the address bar at once so that it is never bookmarked,
 // shared in a screenshot, or sent in a Referer.
 
+import { Connection } from "./client/connection.js";
+
 const STORAGE_KEY = "ptyvisor.token";
 
 /**
@@ -38,4 +40,21 @@ export async function checkToken(token) {
   } catch {
     return "unreachable";
   }
+}
+
+/**
+ * The page's connection to the server that served it, or to one of its contexts
+ * (another host, through this server).
+ * @param {string} token
+ * @param {string | null} [context]
+ * @returns {Connection}
+ */
+export function pageConnection(token, context = null) {
+  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  const path = context === null ? "/ws" : `/contexts/${encodeURIComponent(context)}`;
+  return new Connection({
+    url: `${scheme}${location.host}${path}`,
+    token,
+    checkToken: () => checkToken(token),
+  });
 }

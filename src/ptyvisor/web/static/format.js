@@ -1,6 +1,6 @@
 // Pure formatting helpers shared by the sidebar, the session header and the forms.
 
-/** @typedef {import("./protocol.js").SessionSummary} SessionSummary */
+/** @typedef {import("./client/protocol.js").SessionSummary} SessionSummary */
 
 /** @type {Record<string, string>} */
 const PHASE_LABELS = {

@@ -3,16 +3,16 @@
 // in and is trapped there, Esc cancels, and focus returns where it was.
 
 import { byId, h, replaceChildren } from "./dom.js";
-import { ServerError } from "./connection.js";
-import { MAX_MESSAGE_CHARS } from "./protocol.js";
+import { ServerError } from "./client/connection.js";
+import { MAX_MESSAGE_CHARS } from "./client/protocol.js";
 import { splitCommand } from "./format.js";
 
 /**
- * @typedef {import("./connection.js").Connection} Connection
+ * @typedef {import("./client/connection.js").Connection} Connection
  * @typedef {import("./store.js").SessionStore} SessionStore
- * @typedef {import("./protocol.js").SessionSummary} SessionSummary
- * @typedef {import("./protocol.js").Spawned} Spawned
- * @typedef {import("./protocol.js").TermSize} TermSize
+ * @typedef {import("./client/protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./client/protocol.js").Spawned} Spawned
+ * @typedef {import("./client/protocol.js").TermSize} TermSize
  */
 
 /**

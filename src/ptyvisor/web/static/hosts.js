@@ -4,13 +4,13 @@
 // that only watches its session list; opening one of its sessions opens the page on
 // that host (`?context=NAME`), where everything works as it does locally, relayed.
 
-import { Connection } from "./connection.js";
+import { pageConnection } from "./auth.js";
 import { h } from "./dom.js";
 import { badgeOf } from "./format.js";
 
 /**
- * @typedef {import("./protocol.js").ServerMessage} ServerMessage
- * @typedef {import("./protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./client/protocol.js").ServerMessage} ServerMessage
+ * @typedef {import("./client/protocol.js").SessionSummary} SessionSummary
  * @typedef {{name: string, url: string}} Context
  */
 
@@ -78,7 +78,7 @@ export class OtherHosts {
     this.section.append(
       h("div", { class: "host", dataset: { host: label } }, h("h3", { text: `On ${label}` }), note, list),
     );
-    const connection = new Connection(this.token, name);
+    const connection = pageConnection(this.token, name);
     connection.addEventListener("open", () => {
       note.textContent = "";
       connection.send({ type: "watch_sessions" });

@@ -7,15 +7,15 @@
 // clears, however it cleared (answered here, in the terminal, turn over, exit).
 
 import { h, replaceChildren } from "./dom.js";
-import { ConnectionLost, ServerError } from "./connection.js";
-import { isAnswerable, MAX_MESSAGE_CHARS } from "./protocol.js";
+import { ConnectionLost, ServerError } from "./client/connection.js";
+import { isAnswerable, MAX_MESSAGE_CHARS } from "./client/protocol.js";
 
 /**
- * @typedef {import("./connection.js").Connection} Connection
+ * @typedef {import("./client/connection.js").Connection} Connection
  * @typedef {import("./store.js").SessionStore} SessionStore
- * @typedef {import("./protocol.js").Interaction} Interaction
- * @typedef {import("./protocol.js").Question} Question
- * @typedef {import("./protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./client/protocol.js").Interaction} Interaction
+ * @typedef {import("./client/protocol.js").Question} Question
+ * @typedef {import("./client/protocol.js").SessionSummary} SessionSummary
  *
  * @typedef {object} Card
  * @property {string} key

@@ -2,8 +2,7 @@
 // module owns one concept (connection, session list, terminal pane, interaction
 // card, forms, notifications); this file only routes events between them.
 
-import { checkToken, takeToken } from "./auth.js";
-import { Connection } from "./connection.js";
+import { checkToken, pageConnection, takeToken } from "./auth.js";
 import { byId } from "./dom.js";
 import { OtherHosts, pageContext, pageOn, THIS_MACHINE } from "./hosts.js";
 import { badgeOf, commandText, duration, exitText, reasonText } from "./format.js";
@@ -20,9 +19,9 @@ import { layoutOf, TerminalPane } from "./terminal.js";
 import { TimelineView } from "./timeline.js";
 
 /**
- * @typedef {import("./protocol.js").ServerMessage} ServerMessage
- * @typedef {import("./protocol.js").SessionSummary} SessionSummary
- * @typedef {import("./protocol.js").Hello} Hello
+ * @typedef {import("./client/protocol.js").ServerMessage} ServerMessage
+ * @typedef {import("./client/protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./client/protocol.js").Hello} Hello
  */
 
 const SELECTED_KEY = "ptyvisor.selected";
@@ -50,7 +49,7 @@ class App {
    * @param {string | null} context the host this page shows (null: this machine)
    */
   constructor(token, context) {
-    this.connection = new Connection(token, context);
+    this.connection = pageConnection(token, context);
     byId("host-label").textContent = `On ${context ?? THIS_MACHINE}`;
     this.hosts = new OtherHosts(byId("other-hosts"), token, context, (host, id) => {
       sessionStorage.setItem(SELECTED_KEY, id);

@@ -5,7 +5,7 @@
 /**
  * @typedef {import("./store.js").SessionStore} SessionStore
  * @typedef {import("./store.js").StoreChange} StoreChange
- * @typedef {import("./protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./client/protocol.js").SessionSummary} SessionSummary
  */
 
 const ASKED_KEY = "ptyvisor.notifications-asked";

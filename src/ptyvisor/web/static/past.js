@@ -5,7 +5,7 @@
 import { h } from "./dom.js";
 import { commandText, exitText } from "./format.js";
 
-/** @typedef {import("./protocol.js").SessionSummary} SessionSummary */
+/** @typedef {import("./client/protocol.js").SessionSummary} SessionSummary */
 
 /**
  * What resuming `session` means, for a button: "Resume" an agent that reported its

@@ -6,7 +6,7 @@ import { h } from "./dom.js";
 import { badgeOf, commandText, duration, exitText, reasonText } from "./format.js";
 
 /**
- * @typedef {import("./protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./client/protocol.js").SessionSummary} SessionSummary
  * @typedef {import("./store.js").SessionStore} SessionStore
  *
  * @typedef {object} Entry

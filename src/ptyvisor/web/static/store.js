@@ -3,7 +3,7 @@
 // arrive before the next list push). Views render from here and nowhere else.
 
 /**
- * @typedef {import("./protocol.js").SessionSummary} SessionSummary
+ * @typedef {import("./client/protocol.js").SessionSummary} SessionSummary
  *
  * @typedef {object} StoreChange
  * @property {Map<string, SessionSummary>} previous the sessions before the change

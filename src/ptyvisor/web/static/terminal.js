@@ -1,11 +1,7 @@
 // The terminal pane: one xterm.js terminal for the selected session, kept exactly
-// in step with the server's output stream.
-//
-// The stream is addressed by seq: our position is the seq of the last `attached`
-// or `snapshot` plus the binary bytes received since. Re-attaching with
-// `since: position` after a drop gets exactly the missed bytes (`replay: exact`),
-// or a snapshot to redraw from when they are gone (`replay: snapshot`) — so output
-// is never lost or shown twice.
+// in step with the server's output stream by the client's `Attachment` (its
+// position in the stream, exact replay after a reconnect, redraws from snapshots):
+// this file only draws what it is given.
 
 import { Terminal } from "./vendor/xterm.mjs";
 import { FitAddon } from "./vendor/addon-fit.mjs";
@@ -13,14 +9,15 @@ import { SearchAddon } from "./vendor/addon-search.mjs";
 import { Unicode11Addon } from "./vendor/addon-unicode11.mjs";
 import { WebLinksAddon } from "./vendor/addon-web-links.mjs";
 import { isPageShortcut } from "./keys.js";
-import { shown } from "./replay.js";
+import { Attachment } from "./client/attachment.js";
 
 /**
- * @typedef {import("./connection.js").Connection} Connection
+ * @typedef {import("./client/connection.js").Connection} Connection
  * @typedef {import("./store.js").SessionStore} SessionStore
- * @typedef {import("./protocol.js").ServerMessage} ServerMessage
- * @typedef {import("./protocol.js").Snapshot} Snapshot
- * @typedef {import("./protocol.js").TermSize} TermSize
+ * @typedef {import("./client/protocol.js").ServerMessage} ServerMessage
+ * @typedef {import("./client/protocol.js").Snapshot} Snapshot
+ * @typedef {import("./client/protocol.js").Attached} Attached
+ * @typedef {import("./client/protocol.js").TermSize} TermSize
  */
 
 const THEME = {
@@ -79,8 +76,6 @@ export function scrollbackOf(hello) {
   return typeof lines === "number" && lines > 0 ? lines : SCROLLBACK_LINES;
 }
 /** Bytes typed before the terminal is attached that are kept to send once it is. */
-const EARLY_INPUT_LIMIT = 16 * 1024;
-
 /**
  * Events: `status` (detail: string — "", or a note to show over the pane);
  * `title` (detail: string — the title the program set with OSC 0/2, "" for none).
@@ -104,19 +99,8 @@ export class TerminalPane extends EventTarget {
     this.fitAddon = null;
     /** @type {SearchAddon | null} */
     this.searchAddon = null;
-    /** Seq of the next byte we expect; null until the first `attached`. */
-    this.position = /** @type {number | null} */ (null);
-    /** Output before this seq is replay: its queries were answered when live. */
-    this.liveSeq = 0;
-    /** req_id of an attach whose reply has not come yet: output until then is not ours. */
-    this.pendingAttach = /** @type {string | null} */ (null);
-    this.attached = false;
-    /** Typed while not attached: sent once attached (see `_input`). */
-    this._early = new Uint8Array(0);
-    /** How the last attach caught up: "exact" replay or a "snapshot" redraw. */
-    this.lastReplay = /** @type {"exact" | "snapshot" | null} */ (null);
-    /** How many times the server redrew us from a snapshot because we fell behind. */
-    this.lagged = 0;
+    /** The selected session's stream, while one is open. */
+    this.attachment = /** @type {Attachment | null} */ (null);
     this._encoder = new TextEncoder();
     this._fitQueued = false;
     // Size policy (the server's sizing.py, tmux's "latest"): the program has the
@@ -141,20 +125,29 @@ export class TerminalPane extends EventTarget {
     connection.addEventListener("message", (event) =>
       this._message(/** @type {CustomEvent<ServerMessage>} */ (event).detail),
     );
-    connection.addEventListener("binary", (event) =>
-      this._output(/** @type {CustomEvent<ArrayBuffer>} */ (event).detail),
-    );
     connection.addEventListener("open", () => {
       // A restarted server may keep another amount (serve --scrollback).
       if (this.term !== null) this.term.options.scrollback = scrollbackOf(connection.hello);
-      this._reattach();
     });
-    connection.addEventListener("state", () => {
-      if (this.connection.state !== "open") {
-        this.attached = false;
-        this.pendingAttach = null;
-      }
-    });
+  }
+
+  /** Seq of the next byte expected; null until attached. */
+  get position() {
+    return this.attachment?.position ?? null;
+  }
+
+  get attached() {
+    return this.attachment?.attached ?? false;
+  }
+
+  /** How the last attach caught up: "exact" replay or a "snapshot" redraw. */
+  get lastReplay() {
+    return this.attachment?.lastReplay ?? null;
+  }
+
+  /** How many times the server redrew us from a snapshot because we fell behind. */
+  get lagged() {
+    return this.attachment?.lagged ?? 0;
   }
 
   /**
@@ -165,7 +158,6 @@ export class TerminalPane extends EventTarget {
     if (this.sessionId === id && this.term !== null) return;
     this.close();
     this.sessionId = id;
-    this.position = null;
     const { term, fitAddon, searchAddon } = createTerminal(scrollbackOf(this.connection.hello));
     // The page's own shortcuts must reach the page even while xterm has focus
     // (xterm would otherwise swallow them, Tab included).
@@ -184,17 +176,63 @@ export class TerminalPane extends EventTarget {
     this._wanted = null;
     const size = this.store.get(id)?.size;
     if (size) term.resize(size.cols, size.rows);
-    this._attach(null);
+    this._subscribe(id, term);
+  }
+
+  /**
+   * Follow session `id`'s stream into `term`.
+   * @param {string} id
+   * @param {Terminal} term
+   */
+  _subscribe(id, term) {
+    const attachment = new Attachment(this.connection, id, {
+      viewOnly: this.viewOnly,
+      answersQueries: true,
+      size: () => {
+        const wanted = this._paneSize();
+        if (wanted !== null) this._wanted = wanted;
+        return wanted;
+      },
+    });
+    this.attachment = attachment;
+    attachment.addEventListener("attached", (event) => {
+      const message = /** @type {CustomEvent<Attached>} */ (event).detail;
+      this.store.patch(id, message.session);
+      this._syncInput();
+      this._status("");
+      this._queueFit(); // the pane may have changed while the attach was on its way
+      if (message.replay === "exact") this._follow(term, message.session.size);
+    });
+    attachment.addEventListener("snapshot", (event) =>
+      this._draw(/** @type {CustomEvent<Snapshot>} */ (event).detail),
+    );
+    attachment.addEventListener("output", (event) => {
+      const { bytes } = /** @type {CustomEvent<{bytes: Uint8Array}>} */ (event).detail;
+      if (this.term === term) term.write(bytes);
+    });
+    attachment.addEventListener("resized", (event) => {
+      // The program has a new size (ours or another client's): draw at it, in
+      // stream order, so output lines up.
+      this._follow(term, /** @type {CustomEvent<TermSize>} */ (event).detail);
+    });
+    attachment.addEventListener("failed", (event) => {
+      const { code, message } = /** @type {CustomEvent<{code: string, message: string}>} */ (
+        event
+      ).detail;
+      this._status(
+        code === "unknown_session"
+          ? "This session no longer exists."
+          : `Could not attach: ${message}`,
+      );
+    });
+    if (attachment.attach(null)) this._status("Attaching…");
   }
 
   /** Detach and drop the terminal (session deselected or closed). */
   close() {
-    if (this.sessionId !== null && this.attached) this.connection.send({ type: "detach" });
+    this.attachment?.close();
+    this.attachment = null;
     this.sessionId = null;
-    this.attached = false;
-    this.pendingAttach = null;
-    this.position = null;
-    this._early = new Uint8Array(0);
     this.term?.dispose();
     this.term = null;
     this.fitAddon = null;
@@ -248,86 +286,9 @@ export class TerminalPane extends EventTarget {
     return term ? cellsOf(term, 0, term.buffer.active.length) : [];
   }
 
-  /** @param {number | null} since */
-  _attach(since) {
-    if (this.sessionId === null) return;
-    this.attached = false;
-    /** @type {Record<string, unknown>} */
-    const message = {
-      type: "attach",
-      session: this.sessionId,
-      answers_queries: true,
-      view_only: this.viewOnly,
-    };
-    if (since !== null) message.since = since;
-    const wanted = this.viewOnly ? null : this._paneSize();
-    if (wanted !== null) {
-      message.cols = wanted.cols;
-      message.rows = wanted.rows;
-      this._wanted = wanted;
-    }
-    this.pendingAttach = this.connection.sendTagged(message);
-    if (this.pendingAttach !== null) this._status(since === null ? "Attaching…" : "");
-  }
-
-  /** After a reconnect: resume exactly where the stream left off. */
-  _reattach() {
-    if (this.sessionId !== null) this._attach(this.position);
-  }
-
   /** @param {ServerMessage} message */
   _message(message) {
-    const term = this.term;
-    if (term === null || this.sessionId === null) return;
-    switch (message.type) {
-      case "attached":
-        if (message.req_id !== this.pendingAttach) return;
-        this.pendingAttach = null;
-        this.attached = true;
-        this.store.patch(this.sessionId, message.session);
-        this._syncInput();
-        this._sendEarlyInput();
-        this._status("");
-        this._queueFit(); // the pane may have changed while the attach was on its way
-        this.lastReplay = message.replay;
-        this.liveSeq = message.live_seq;
-        if (message.replay === "snapshot" && message.snapshot) {
-          this._draw(message.snapshot);
-        } else {
-          this.position = message.seq;
-          this._follow(term, message.session.size);
-        }
-        break;
-      case "snapshot":
-        // `lagging`: we fell too far behind; the stream continues after this screen.
-        if (message.reason === "lagging" && this.attached) {
-          if (message.snapshot.session.id === this.sessionId) {
-            this.lagged += 1;
-            this._draw(message.snapshot);
-          }
-        }
-        break;
-      case "resized":
-        // The program has a new size (ours or another client's): draw at it, in
-        // stream order, so output lines up.
-        if (message.session === this.sessionId) this._follow(term, message.size);
-        break;
-      case "process":
-        if (message.session === this.sessionId) this._syncInput();
-        break;
-      case "error":
-        if (message.req_id !== null && message.req_id === this.pendingAttach) {
-          this.pendingAttach = null;
-          this._status(
-            message.code === "unknown_session"
-              ? "This session no longer exists."
-              : `Could not attach: ${message.message}`,
-          );
-        }
-        break;
-      default:
-        break;
-    }
+    if (message.type === "process" && message.session === this.sessionId) this._syncInput();
   }
 
   /**
@@ -338,7 +299,6 @@ export class TerminalPane extends EventTarget {
   _draw(snapshot) {
     const term = this.term;
     if (term === null) return;
-    this.position = snapshot.seq;
     // xterm parses writes later, in order, and runs a write's callback before the
     // next one: so the reset and resize go through the write queue too. Done now,
     // output received before this snapshot but not parsed yet would land after it.
@@ -376,21 +336,7 @@ export class TerminalPane extends EventTarget {
     if (viewOnly === this.viewOnly) return;
     this.viewOnly = viewOnly;
     this._syncInput();
-    if (this.sessionId !== null && this.term !== null) this._attach(this.position);
-  }
-
-  /** @param {ArrayBuffer} data */
-  _output(data) {
-    // Bytes before our `attached` belong to the previously attached session.
-    if (this.term === null || !this.attached || this.pendingAttach !== null) return;
-    const bytes = new Uint8Array(data);
-    const seq = this.position;
-    if (seq === null) {
-      this.term.write(bytes);
-      return;
-    }
-    this.position = seq + bytes.length;
-    this.term.write(shown(seq, bytes, this.liveSeq));
+    this.attachment?.setViewOnly(viewOnly);
   }
 
   /**
@@ -411,27 +357,13 @@ export class TerminalPane extends EventTarget {
     this._input(this._encoder.encode(text));
   }
 
-  /** @param {Uint8Array} bytes */
+  /**
+   * Keys for the program; typed before the attach completes, they are sent once it has.
+   * @param {Uint8Array} bytes
+   */
   _input(bytes) {
-    if (this._exited()) return;
-    if (this.viewOnly) return;
-    if (this.attached) {
-      // The server gives the program our size back first if another client had it.
-      if (this.connection.sendBinary(bytes)) return;
-    }
-    // Not attached yet (just opened, or reconnecting): kept, sent once attached.
-    if (this._early.length + bytes.length <= EARLY_INPUT_LIMIT) {
-      const joined = new Uint8Array(this._early.length + bytes.length);
-      joined.set(this._early);
-      joined.set(bytes, this._early.length);
-      this._early = joined;
-    }
-  }
-
-  _sendEarlyInput() {
-    const early = this._early;
-    this._early = new Uint8Array(0);
-    if (early.length > 0) this._input(early);
+    if (this._exited() || this.viewOnly) return;
+    this.attachment?.input(bytes);
   }
 
   _exited() {

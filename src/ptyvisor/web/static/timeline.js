@@ -6,8 +6,8 @@ import { byId, h } from "./dom.js";
 import { duration, phaseLabel } from "./format.js";
 
 /**
- * @typedef {import("./protocol.js").Timeline} TimelineMessage
- * @typedef {import("./protocol.js").Transition} Transition
+ * @typedef {import("./client/protocol.js").Timeline} TimelineMessage
+ * @typedef {import("./client/protocol.js").Transition} Transition
  * @typedef {(message: Record<string, unknown>) => Promise<any>} Request
  */
 

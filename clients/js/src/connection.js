@@ -1,13 +1,23 @@
-// The one WebSocket to the server: connect, reconnect with backoff, requests
-// matched to replies by req_id. It knows the protocol's framing, not the page.
+// The one WebSocket to a server: connect, reconnect with backoff across a restart or
+// a crash of the server, requests matched to replies by req_id. It knows the
+// protocol's framing, not what a frontend does with it. Browsers and Node 22+ have
+// a WebSocket of their own; an older Node passes one (the `ws` package's) in.
 
 import { SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX } from "./protocol.js";
-import { checkToken } from "./auth.js";
 
 /**
  * @typedef {import("./protocol.js").ServerMessage} ServerMessage
  * @typedef {import("./protocol.js").Hello} Hello
- * @typedef {"connecting" | "open" | "down" | "unauthorised"} ConnectionState
+ * @typedef {"connecting" | "open" | "down" | "unauthorised" | "closed"} ConnectionState
+ * @typedef {new (url: string, protocols: string[]) => WebSocket} WebSocketClass
+ *
+ * @typedef {object} ConnectionOptions
+ * @property {string} url the server's WebSocket endpoint (`ws://127.0.0.1:7733/ws`)
+ * @property {string} token the access token (sent as a subprotocol, never in a URL)
+ * @property {WebSocketClass} [WebSocket] default: the platform's own
+ * @property {() => Promise<"ok" | "refused" | "unreachable">} [checkToken] asked after
+ *   a failed handshake (a refused one looks like any other failure from a WebSocket):
+ *   "refused" ends the retries in state `unauthorised`
  */
 
 /** An `error` message in reply to a request. */
@@ -45,13 +55,18 @@ const CONNECT_TIMEOUT_MS = 10000;
  */
 export class Connection extends EventTarget {
   /**
-   * @param {string} token
-   * @param {string | null} [context] a context's name: its server, through this one
+   * @param {ConnectionOptions} options
    */
-  constructor(token, context = null) {
+  constructor(options) {
     super();
-    this.token = token;
-    this.context = context;
+    this.url = options.url;
+    this.token = options.token;
+    /** @type {WebSocketClass} */
+    this._WebSocket = options.WebSocket ?? globalThis.WebSocket;
+    if (this._WebSocket === undefined) {
+      throw new TypeError("no WebSocket here: pass one (for example the `ws` package's)");
+    }
+    this._checkToken = options.checkToken ?? null;
     /** @type {ConnectionState} */
     this.state = "connecting";
     /** @type {Hello | null} */
@@ -64,23 +79,40 @@ export class Connection extends EventTarget {
     this._nextReqId = 1;
     /** @type {Map<string, {resolve: (m: ServerMessage) => void, reject: (e: Error) => void}>} */
     this._pending = new Map();
-    /** @type {number | undefined} */
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
     this._retryTimer = undefined;
     /**
      * The server said it is restarting (close code 1012): its sessions keep running
      * and the next server takes over in a moment.
      */
     this.restarting = false;
-  }
-
-  get url() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const path = this.context === null ? "/ws" : `/contexts/${encodeURIComponent(this.context)}`;
-    return `${scheme}${location.host}${path}`;
+    this._closed = false;
   }
 
   start() {
     this._connect();
+  }
+
+  /** Close for good: no reconnecting; requests still waiting fail with ConnectionLost. */
+  close() {
+    this._closed = true;
+    clearTimeout(this._retryTimer);
+    const ws = this._ws;
+    this._ws = null;
+    this._failPending();
+    ws?.close();
+    this._setState("closed");
+  }
+
+  /**
+   * Resolves once the connection is open (at once if it is).
+   * @param {number} [ms] give up after this long: rejects with ConnectionLost
+   * @returns {Promise<void>}
+   */
+  async opened(ms = CONNECT_TIMEOUT_MS) {
+    if (this.state === "open") return;
+    await this._opened(ms);
+    if (this.state !== "open") throw new ConnectionLost();
   }
 
   /** Skip the rest of the backoff wait (the banner's "Retry now"). */
@@ -163,10 +195,11 @@ export class Connection extends EventTarget {
   }
 
   _connect() {
+    if (this._closed) return;
     this._setState("connecting");
     let ws;
     try {
-      ws = new WebSocket(this.url, [SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX + this.token]);
+      ws = new this._WebSocket(this.url, [SUBPROTOCOL, TOKEN_SUBPROTOCOL_PREFIX + this.token]);
     } catch {
       this._scheduleRetry(false);
       return;
@@ -208,10 +241,14 @@ export class Connection extends EventTarget {
       if (this._ws !== ws) return;
       this._ws = null;
       if (greeted) this.restarting = event.code === SERVICE_RESTART;
-      for (const pending of this._pending.values()) pending.reject(new ConnectionLost());
-      this._pending.clear();
+      this._failPending();
       this._scheduleRetry(greeted);
     });
+  }
+
+  _failPending() {
+    for (const pending of this._pending.values()) pending.reject(new ConnectionLost());
+    this._pending.clear();
   }
 
   /** @param {ServerMessage} message */
@@ -232,13 +269,14 @@ export class Connection extends EventTarget {
     // A WebSocket handshake refused with 401 looks like any other failure from
     // here, so ask the auth endpoint before trying again: a token that stopped
     // working (server restarted with a new one) should say so, not retry for ever.
-    if (!greeted) {
-      const verdict = await checkToken(this.token);
+    if (!greeted && this._checkToken !== null) {
+      const verdict = await this._checkToken();
       if (verdict === "refused") {
         this._setState("unauthorised");
         return;
       }
     }
+    if (this._closed) return;
     // A restarting server is back within a second or two: keep the first tries quick.
     const first = this.restarting ? RESTART_RETRY_MS : BACKOFF_FIRST_MS;
     const base = Math.min(BACKOFF_MAX_MS, first * 2 ** this._attempt);
@@ -247,6 +285,8 @@ export class Connection extends EventTarget {
     this.retryAt = Date.now() + delay;
     this._setState("down");
     this._retryTimer = setTimeout(() => this._connect(), delay);
+    // Node: a client waiting to reconnect does not keep the process alive by itself.
+    /** @type {{unref?: () => void}} */ (this._retryTimer).unref?.();
   }
 
   /** @param {ConnectionState} state */

@@ -1,0 +1,59 @@
+"""The JavaScript client (clients/js) against a real ``ptyvisor serve``: its own tests,
+run by Node's test runner on the pinned Node 22 the agents use (its WebSocket is
+Node's own): exact replay across ``ptyvisor restart`` and a ``kill -9`` of the server
+process, a flood that makes it lag and redraw, and a real hook's approval answered
+by two clients at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.agents.clis.installed import agent_bin_dir
+from tests.timeouts import scaled
+
+from ..conftest import PTYVISOR_BIN
+from ..keeper.conftest import Serve
+from ..server.test_control import BASH, WRAPPER
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "clients" / "js"
+
+
+def test_the_javascript_client_against_a_real_server(tmp_path: Path, env: dict[str, str]) -> None:
+    # A small client buffer: the flood test's client lags behind it.
+    serve = Serve(tmp_path, env, "--client-buffer", "262144")
+    hooks = tmp_path / "hook"
+    hooks.mkdir()
+    (hooks / "payload.json").write_text(json.dumps(BASH))
+    (hooks / "wrap.py").write_text(WRAPPER)
+    port = serve.url.split("://", 1)[1].split("/", 1)[0]
+    node_env = {
+        **env,
+        "PTYVISOR_TEST_URL": f"ws://{port}/ws",
+        "PTYVISOR_TEST_SERVE_URL": serve.url,
+        "PTYVISOR_BIN": PTYVISOR_BIN,
+        "PTYVISOR_KEEPER_PID": str(serve.proc.pid),
+        "PTYVISOR_TEST_HOOK_DIR": str(hooks),
+        "PTYVISOR_TEST_PYTHON": sys.executable,
+        "PATH": f"{Path(PTYVISOR_BIN).parent}{os.pathsep}{env.get('PATH', '')}",
+    }
+    try:
+        result = subprocess.run(
+            [str(agent_bin_dir() / "node"), "--test", "--test-reporter=spec", "test/*.test.mjs"],
+            cwd=PACKAGE,
+            env=node_env,
+            capture_output=True,
+            text=True,
+            timeout=scaled(240),
+            check=False,
+        )
+    finally:
+        serve.stop()
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    summary = dict(re.findall("^\u2139 (pass|fail) (\\d+)$", result.stdout, re.MULTILINE))
+    assert summary == {"pass": "3", "fail": "0"}, result.stdout[-3000:]
