@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from ptyvisor.wire.typescript import wire_typescript
 from tests.agents.clis.installed import agent_bin_dir
 from tests.timeouts import scaled
 
@@ -57,3 +59,49 @@ def test_the_javascript_client_against_a_real_server(tmp_path: Path, env: dict[s
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     summary = dict(re.findall("^\u2139 (pass|fail) (\\d+)$", result.stdout, re.MULTILINE))
     assert summary == {"pass": "3", "fail": "0"}, result.stdout[-3000:]
+
+
+def test_its_wire_types_are_the_protocols() -> None:
+    """clients/js/src/wire.d.ts is `ptyvisor schema --typescript`, current."""
+    assert (PACKAGE / "src" / "wire.d.ts").read_text(encoding="utf-8") == wire_typescript(), (
+        "regenerate: ptyvisor schema --typescript -o clients/js/src/wire.d.ts"
+    )
+
+
+def test_it_type_checks_strictly_and_types_a_typescript_frontend(tsc: Path, tmp_path: Path) -> None:
+    """The pinned tsc checks the client's JavaScript (its JSDoc) with --strict and
+    emits the declarations `npm pack` ships; a TypeScript frontend compiles against
+    them."""
+    types = tmp_path / "types"
+    checked = subprocess.run(
+        [str(tsc), "-p", str(PACKAGE), "--outDir", str(types)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    shutil.copy(PACKAGE / "src" / "wire.d.ts", types / "wire.d.ts")
+    shutil.copy(Path(__file__).with_name("usage.ts"), tmp_path / "usage.ts")
+    compiled = subprocess.run(
+        [
+            str(tsc),
+            "--noEmit",
+            "--strict",
+            "--target",
+            "es2022",
+            "--module",
+            "nodenext",
+            "--moduleResolution",
+            "nodenext",
+            "--lib",
+            "es2022,dom",
+            str(tmp_path / "usage.ts"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
+    )
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr

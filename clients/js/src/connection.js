@@ -112,7 +112,8 @@ export class Connection extends EventTarget {
   async opened(ms = CONNECT_TIMEOUT_MS) {
     if (this.state === "open") return;
     await this._opened(ms);
-    if (this.state !== "open") throw new ConnectionLost();
+    // (`_opened` changed it meanwhile: the cast undoes the narrowing above.)
+    if (/** @type {ConnectionState} */ (this.state) !== "open") throw new ConnectionLost();
   }
 
   /** Skip the rest of the backoff wait (the banner's "Retry now"). */
@@ -140,7 +141,7 @@ export class Connection extends EventTarget {
    */
   sendBinary(bytes) {
     if (this._ws === null || this.state !== "open") return false;
-    this._ws.send(bytes);
+    this._ws.send(/** @type {Uint8Array<ArrayBuffer>} */ (bytes));
     return true;
   }
 
