@@ -103,3 +103,19 @@ def test_it_type_checks_strictly_and_types_a_typescript_frontend(tsc: Path, tmp_
         check=False,
     )
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    # What `npm pack` puts in the tarball an Electron app installs (its prepack
+    # script did the steps above).
+    shutil.copy(PACKAGE / "package.json", package)
+    shutil.copy(PACKAGE / "README.md", package)
+    shutil.copytree(types, package / "types")
+    packed = subprocess.run(
+        [shutil.which("npm") or "npm", "pack", "--ignore-scripts", "--dry-run", "--json"],
+        cwd=package,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
+    )
+    assert packed.returncode == 0, packed.stderr
+    files = {entry["path"] for entry in json.loads(packed.stdout)[0]["files"]}
+    assert {"src/index.js", "src/wire.d.ts", "types/index.d.ts", "types/wire.d.ts"} <= files

@@ -154,12 +154,35 @@ export class PtyvisorClient extends EventTarget {
   }
 
   /**
+   * Take back the queued message, unsent.
+   * @param {string} session
+   */
+  async unsend(session) {
+    await this.request({ type: "unsend", session });
+  }
+
+  /**
+   * Named keys (`Enter`, `C-c`, `Up`, …) or text as the program's modes want them;
+   * `paste`: as a bracketed paste where the program asked for one.
+   * @param {string} session
+   * @param {string[]} keys
+   * @param {{literal?: boolean, paste?: boolean}} [options]
+   */
+  async sendKeys(session, keys, options = {}) {
+    await this.request({ type: "send_keys", session, keys, ...options });
+  }
+
+  /**
+   * The program's size. `claim` (default): this client now holds the size, as after
+   * a user resized its window; false: only its layout moved, and the program follows
+   * only if this client holds the size already.
    * @param {string} session
    * @param {number} cols
    * @param {number} rows
+   * @param {{claim?: boolean}} [options]
    */
-  async resize(session, cols, rows) {
-    await this.request({ type: "resize", session, cols, rows });
+  async resize(session, cols, rows, options = {}) {
+    await this.request({ type: "resize", session, cols, rows, claim: options.claim ?? true });
   }
 
   /**
