@@ -33,6 +33,9 @@ KNOWN_XTERM_FAULTS: dict[str, str] = {
     "\x1b8": "DECRC restores the character set in use in xterm.js but not the G0 and G1 "
     "designations that SI and SO choose between later (xterm restores them): the "
     "differential test compares the set in use only",
+    "\x1b[u": "SCORC (CSI u) is the same restore as DECRC in xterm.js 6.0.0 (both call its "
+    "restoreCursor), with the same fault: the set in use comes back, the G0 and G1 "
+    "designations and the shift between them do not",
     "\u200d": "a zero-width joiner at a write boundary: xterm.js 6.0.0 with the Unicode 11 "
     "widths drops it when the emoji before it came in an earlier write, so what it draws "
     "depends on where the program's output was cut",
@@ -235,12 +238,14 @@ def test_each_kind_in_issue_25_is_the_live_view_cut_anywhere(xterm: XtermDriver,
 
 
 GENERATED = 200
-FLOORS = {False: (189, 0.999), True: (184, 0.999)}
+FLOORS = {False: (195, 0.999), True: (188, 0.999)}
 """Generated streams without and with resizes: the cases exact and the share of cells
 equal that must not fall (a ratchet: raise them as what still differs is fixed). What
-still differs, by kind: the character set in use after a restore of the cursor (the
-G0/G1 designations), and, with resizes, a few rows and saved cursors (before reflow,
-with resizes: 144 exact, 98.0% of cells)."""
+still differs, by kind: the character sets after leaving the alternate screen with
+``CSI ? 1049 l`` (which restores the cursor: xterm.js's DECRC fault, see
+`KNOWN_XTERM_FAULTS`, kept in the streams for the alternate screen's sake), and, with
+resizes, a few rows and saved cursors (before reflow, with resizes: 144 exact, 98.0%
+of cells)."""
 
 
 @pytest.mark.parametrize("resizes", [False, True], ids=["unresized", "resized"])
