@@ -4,6 +4,7 @@ nothing else; the same vectors check the page's copy in Chromium (tests/web)."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -32,9 +33,13 @@ def test_only_the_replayed_part_loses_queries() -> None:
 
 def test_linear_time_on_hostile_input() -> None:
     def timed(data: bytes) -> float:
-        start = time.perf_counter()
-        without_queries(data)
-        return time.perf_counter() - start
+        """The best of five runs: a busy machine's pauses only ever add time."""
+        best = math.inf
+        for _ in range(5):
+            start = time.perf_counter()
+            without_queries(data)
+            best = min(best, time.perf_counter() - start)
+        return best
 
     for unit in (b"\x1b[" + b"1;" * 50, b"\x1bP$q" + b"x" * 300, b"\x1b]4;" + b"9" * 100):
         small, large = timed(unit * 1000), timed(unit * 10000)

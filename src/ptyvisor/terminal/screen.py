@@ -214,6 +214,8 @@ class Screen(pyte.Screen):
             x = cursor.x
             if x + width > cols:
                 if autowrap:  # a wide character that does not fit wraps whole
+                    if x < cols:  # the cell it leaves: blank, in the pen (as xterm.js)
+                        self._leave_blank(x, cells[" "])
                     cursor.x = 0
                     self.index()
                     wrap(self.buffer[cursor.y])
@@ -233,6 +235,17 @@ class Screen(pyte.Screen):
                 line[x + 1] = cells[""]
             cursor.x = x + width
             self.last_graphic = char
+
+    def _leave_blank(self, x: int, pen: Cell) -> None:
+        """A wide character wraps from column ``x`` (the last): xterm.js leaves that
+        cell blank in every attribute of the pen (a colour, inverse, underline: not
+        only the background, as erasing does). It keeps it without content; here it
+        is a space, which a snapshot can draw in all those attributes anywhere (an
+        erased cell takes only a background), the one difference being that xterm.js's
+        reflow does not count it as text."""
+        line = self.buffer[self.cursor.y]
+        grid.split_wide(line, x, x + 1)
+        line[x] = pen
 
     def _attach(self, char: str) -> None:
         """Append a zero-width character (combining, ZWJ, VS16) to the previous cell,
