@@ -10,7 +10,7 @@ const client = await PtyvisorClient.connect({
 });
 const sessions = await client.list();
 const session = sessions.find((s) => s.id === process.argv[2]) ?? sessions[0];
-if (!session) throw new Error("no session to show: start one with `ptyvisor new`");
+if (!session) throw new Error("no session to show: start one with `ptyvisor run -d CMD`");
 
 let pending = null;
 client.watchSessions();

@@ -18,7 +18,7 @@ from ptyvisor.wire.typescript import wire_typescript
 from tests.agents.clis.installed import agent_bin_dir
 from tests.timeouts import scaled
 
-from ..conftest import PTYVISOR_BIN
+from ..conftest import PTYVISOR_BIN, wait_for
 from ..keeper.conftest import Serve
 from ..server.test_control import BASH, WRAPPER
 
@@ -119,3 +119,36 @@ def test_it_type_checks_strictly_and_types_a_typescript_frontend(tsc: Path, tmp_
     assert packed.returncode == 0, packed.stderr
     files = {entry["path"] for entry in json.loads(packed.stdout)[0]["files"]}
     assert {"src/index.js", "src/wire.d.ts", "types/index.d.ts", "types/wire.d.ts"} <= files
+
+
+def test_the_minimal_frontend_example_shows_a_session(tmp_path: Path, env: dict[str, str]) -> None:
+    """examples/minimal_frontend.mjs against a real server: the session's screen."""
+    serve = Serve(tmp_path, env)
+    try:
+        started = serve.cli("run", "-d", "--", "sh", "-c", "echo shown-by-the-example; exec cat")
+        assert started.returncode == 0, started.stderr
+        port = serve.url.split("://", 1)[1].split("/", 1)[0]
+        with subprocess.Popen(
+            [str(agent_bin_dir() / "node"), str(ROOT / "examples" / "minimal_frontend.mjs")],
+            env={**env, "PTYVISOR_URL": f"ws://{port}/ws"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as example:
+            assert example.stdout is not None and example.stderr is not None
+            out, err = example.stdout, example.stderr
+            os.set_blocking(out.fileno(), False)  # read what has come so far
+            shown = b""
+
+            def read() -> bool:
+                nonlocal shown
+                shown += out.read() or b""
+                assert example.poll() is None, shown + err.read()
+                return b"shown-by-the-example" in shown
+
+            try:
+                wait_for(read, "the example to show the session's screen")
+            finally:
+                example.kill()
+    finally:
+        serve.stop()
