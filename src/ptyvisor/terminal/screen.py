@@ -720,8 +720,11 @@ class Screen(pyte.Screen):
             self.main_buffer, self.main_y = rebuilt, state.y
         else:
             self.buffer, self.cursor.y = rebuilt, state.y
-        if saved is not None:
-            self.saved[0] = saved._replace(y=state.saved_y - state.base)
+        if saved is not None or state.saved_y:
+            # xterm.js moves even a cursor never saved (its row 0 at the top of the
+            # scrollback) by the rows reflow adds or takes away: a later DECRC goes there.
+            slot = saved or SavedSlot(0, 0, BLANK, Charsets())
+            self.saved[0] = slot._replace(y=state.saved_y - state.base)
 
     def _shift_saved(self, slot: int, shift: int) -> None:
         """The saved cursor's row moves with the rows. It is not clamped to the screen:

@@ -224,6 +224,7 @@ ISSUE_KINDS = {
     "38:2:r:g:b": "\x1b[38:2:255:0:0mred\x1b[48:2:1:2:3mbg\x1b[38:2::1:2:3mcs",
     "blank last-column cell": "\x1b[2;1H\x1b[7m         \x1b[1m \x1b[m",
     "wide character at the edge": "\x1b[1;10H界x\r\nabcdefghi界",
+    "wide character at the edge, in a pen": "\x1b[1;10H\x1b[4;31;7m界x\x1b[m",
     "region at the top": "top\r\n\x1b[1;3r\x1b[3;1Ha\nb\nc\nd\x1b[r",
 }
 """Issue 25's kinds of sequences, each drawn live and cold at 10x4, cut at every byte."""
@@ -238,14 +239,13 @@ def test_each_kind_in_issue_25_is_the_live_view_cut_anywhere(xterm: XtermDriver,
 
 
 GENERATED = 200
-FLOORS = {False: (195, 0.999), True: (190, 0.999)}
+FLOORS = {False: (195, 0.999), True: (193, 0.999)}
 """Generated streams without and with resizes: the cases exact and the share of cells
 equal that must not fall (a ratchet: raise them as what still differs is fixed). What
 still differs, by kind: the character sets after leaving the alternate screen with
 ``CSI ? 1049 l`` (which restores the cursor: xterm.js's DECRC fault, see
 `KNOWN_XTERM_FAULTS`, kept in the streams for the alternate screen's sake), and, with
-resizes, a saved cursor never set (xterm.js's reflow moves its row from 0) and an
-alternate screen narrowed and widened again (xterm.js keeps the cells past the
+resizes, an alternate screen narrowed and widened again (xterm.js keeps the cells past the
 narrower width there and shows them again). Before reflow, with resizes: 144 exact,
 98.0% of cells."""
 
