@@ -864,6 +864,10 @@ class ActivityRules:
         self._report_seq: int | None = None
         """Where the output stood at that report: the prompt must show on a screen
         rendered at least this far."""
+        self._frame_seq: int | None = None
+        """Where the output stood at the last frame that changed the activity: a screen
+        rendered short of it shows the TUI from before that report, and says nothing
+        about a turn after it (`_screen`)."""
         self._queued_at = 0
 
     @property
@@ -951,6 +955,7 @@ class ActivityRules:
             effects.append(Stale())
         else:
             if self.tracker.apply(payload):
+                self._frame_seq = seq
                 effects.append(self._now_changed())
             if ends_turn and not self._queued_in_this_turn(payload):
                 effects.append(DropQueuedMessage())
@@ -1032,7 +1037,9 @@ class ActivityRules:
             elif self._prompt_shows and self._covers(seq, self._report_seq) and not self._resuming:
                 effects += self._become_ready(at)
         line = self._busy_line
-        if line is not None and not self._starting():
+        # On a busy machine the renderer lags: a screen from before the Stop hook's
+        # report can still show the old turn's line, half redrawn, and is no new turn.
+        if line is not None and not self._starting() and self._covers(seq, self._frame_seq):
             began = line.look("\n".join(rows), self.activity, at)
             if began is False:
                 if self._busy_gone_at is None:
