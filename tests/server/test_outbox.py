@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from ptyvisor.server.outbox import Outbox
 
 LIMIT = 64
+SNAPSHOT = '{"type": "snapshot"}'
+"""Not an event the steps can put: ``text`` holds at most 10 characters."""
 
 actions = st.lists(
     st.one_of(
@@ -33,13 +35,14 @@ def test_output_is_in_order_bounded_and_cut_only_by_a_lag(
     events_out: list[str] = []
     lagged_at: int | None = None
 
-    def drain_one() -> None:
+    def drain_one() -> bool:
         nonlocal sent
         item = box.pop()
         if isinstance(item, bytes):
             sent += item
         elif isinstance(item, str):
             events_out.append(item)
+        return item is not None
 
     for kind, value in steps:
         if kind == "output":
@@ -56,10 +59,20 @@ def test_output_is_in_order_bounded_and_cut_only_by_a_lag(
             drain_one()
         queued_output = box.size - sum(map(len, events_in)) + sum(map(len, events_out))
         assert 0 <= queued_output <= LIMIT
-    while box.size:
-        drain_one()
+    while drain_one():
+        pass
     if lagged_at is None:
+        assert box.size == 0
         assert sent == written  # nothing lost, nothing twice, in order
     else:
+        # What the sender does for a lagging client: a snapshot, then what was held.
         assert written[:lagged_at].startswith(sent) and box.lagging
+        box.resynced()
+        box.hold()
+        box.release(SNAPSHOT, covered=0)
+        while drain_one():
+            pass
+        assert box.size == 0
+        assert SNAPSHOT in events_out
+        events_out.remove(SNAPSHOT)
     assert events_out == events_in  # every event, in its order
