@@ -8,9 +8,11 @@ timed from the Enter to the model's last request (the one carrying the 20th resu
 so drawing the answer is not in it. ``--delay`` makes the model take that long per
 reply, as a real one does (an instant fake model makes the hooks' share look largest).
 "with" is ``spawn --agent`` (our hooks on every event: around each tool call, twice
-for Claude Code); "without" is the same program
-started as a plain command. The two alternate run by run, so a busy machine slows
-both alike; read the ratio of the medians.
+for Claude Code); "without" is the same program started as a plain command; for
+Claude Code, "`true` hooks" is the plain program given the same hook events, each
+running ``true``: what the agent itself spends on running a hook, which no hook of
+ours can go below. The modes alternate run by run, so a busy machine slows them
+alike; read the ratios of the medians.
 
     .venv/bin/python scripts/bench_turn.py [--runs N] [--calls 20] [agent ...]
 
@@ -22,6 +24,7 @@ OpenCode's and Pi's run in-process.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -41,6 +44,7 @@ from tests.agents.clis.offline import offline_env  # noqa: E402
 from tests.agents.clis.ready import PROMPT_SHOWN, STARTUP_DIALOGS  # noqa: E402
 from tests.agents.clis.under_ptyvisor import TOKEN, AgentRun, _with_options  # noqa: E402
 
+from ptyvisor.agents.launch import CLAUDE_EVENTS  # noqa: E402
 from ptyvisor.client.client import Client  # noqa: E402
 from ptyvisor.config import ServerConfig  # noqa: E402
 from ptyvisor.server.serving import run_server  # noqa: E402
@@ -62,7 +66,21 @@ def shell_call(agent: str, n: int) -> Reply:
     return Reply.shell(agent, f"echo step-{n}", description=f"Step {n}")
 
 
-async def one_turn(agent: str, with_extension: bool, calls: int, delay: float, tmp: Path) -> float:
+WITH, WITHOUT, FLOOR = "with", "without", "true hooks"
+FLOOR_SETTINGS = {
+    "hooks": {
+        event: [{"matcher": "*", "hooks": [{"type": "command", "command": "true"}]}]
+        for event in CLAUDE_EVENTS
+    }
+}
+"""Claude Code's hook events as the extension declares them, each running ``true``."""
+
+
+def modes(agent: str) -> tuple[str, ...]:
+    return (WITH, WITHOUT, FLOOR) if agent == "claude-code" else (WITH, WITHOUT)
+
+
+async def one_turn(agent: str, mode: str, calls: int, delay: float, tmp: Path) -> float:
     """Seconds from Enter to the model's request carrying the last tool result."""
     home, project = tmp / "home", tmp / "project"
     project.mkdir(parents=True)
@@ -74,10 +92,11 @@ async def one_turn(agent: str, with_extension: bool, calls: int, delay: float, t
         async with anyio.create_task_group() as tg:
             await tg.start(run_server, config)
             async with Client.connect(config.url, TOKEN) as client:
-                if with_extension:
+                if mode == WITH:
                     summary = await client.spawn(extra, agent=agent, cwd=str(project), env=env)
                 else:
-                    argv = [*agent_command(agent), *extra]
+                    floor = ["--settings", json.dumps(FLOOR_SETTINGS)] if mode == FLOOR else []
+                    argv = [*agent_command(agent), *floor, *extra]
                     summary = await client.spawn(argv, cwd=str(project), env=env)
                 await client.attach(summary.id, answers_queries=False)
                 run = AgentRun(client, summary.id, model, project)
@@ -117,23 +136,24 @@ async def main() -> None:
     parser.add_argument("agents", nargs="*", default=list(ALLOW_TOOLS))
     args = parser.parse_args()
     print(f"{args.calls} tool calls, the model answering in {args.delay} s, {args.runs} runs each")
-    print("| agent | turn with the extension | without | with / without | per tool call |")
+    print("| agent | mode | turn (median) | / without | per tool call, against without |")
     print("|---|---|---|---|---|")
     for agent in args.agents:
-        times: dict[bool, list[float]] = {True: [], False: []}
+        times: dict[str, list[float]] = {mode: [] for mode in modes(agent)}
         for _ in range(args.runs):
-            for mode in (True, False):
+            for mode in modes(agent):
                 with tempfile.TemporaryDirectory(prefix=f"bench-turn-{agent}-") as tmp:
                     times[mode].append(
                         await one_turn(agent, mode, args.calls, args.delay, Path(tmp))
                     )
-        with_, without = statistics.median(times[True]), statistics.median(times[False])
-        per_call = (with_ - without) / args.calls * 1000
-        print(
-            f"| {agent} | {with_:.2f} s | {without:.2f} s | {with_ / without:.3f} "
-            f"| {per_call:+.0f} ms |",
-            flush=True,
-        )
+        without = statistics.median(times[WITHOUT])
+        for mode, runs in times.items():
+            took = statistics.median(runs)
+            per_call = (took - without) / args.calls * 1000
+            print(
+                f"| {agent} | {mode} | {took:.2f} s | {took / without:.3f} | {per_call:+.0f} ms |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

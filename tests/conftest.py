@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import re
 import secrets
@@ -16,7 +17,7 @@ import tty
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 import anyio
 import pytest
@@ -391,3 +392,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         options = {key: value for key, value in mark.kwargs.items() if key != "timeout"}
         scaled_mark = pytest.mark.timeout(scaled(float(seconds)), *mark.args[1:], **options)
         item.add_marker(scaled_mark, append=False)
+
+
+_STDERR: list[TextIO] = []
+"""A copy of the run's real stderr, for the watchdog below: a test's own is captured,
+and what is captured is lost when the watchdog ends the process."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture()
+    _STDERR.append(os.fdopen(os.dup(2), "w"))
+    if capture is not None:
+        capture.resume_global_capture()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """The last resort behind pytest-timeout: a test still running at twice its limit
+    (plus a minute) ends the run with every thread's stack. pytest-timeout's signal
+    ends a test by raising in it, and Hypothesis takes that for a failing example and
+    runs it again, with no alarm left: a hang inside a `given` test (one was found in
+    test_outbox) would otherwise hold CI until its own limit, saying nothing."""
+    mark = item.get_closest_marker("timeout")
+    configured = item.config.getoption("timeout", None) or item.config.getini("timeout") or 0
+    seconds = float(mark.args[0] if mark and mark.args else configured)
+    if mark is not None and not mark.args:
+        seconds = float(mark.kwargs.get("timeout", seconds))
+    if seconds > 0 and _STDERR:
+        faulthandler.dump_traceback_later(2 * seconds + 60, exit=True, file=_STDERR[0])
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()

@@ -674,10 +674,18 @@ class Screen(pyte.Screen):
                 self._shift_saved(0, shift)
         if columns != old_cols:
             self._reflow(old_cols, columns, lines)
-        if columns < old_cols:
-            for buffer in (self.buffer, self.main_buffer):
-                for line in (buffer or {}).values():
-                    grid.cut(line, columns)
+        alt = self.buffer if self.alt_active else None
+        main = self.main_buffer if alt is not None else self.buffer
+        if columns < old_cols:  # after its reflow, the main screen is cut at the edge
+            for line in (main or {}).values():
+                grid.cut(line, columns)
+        elif alt is not None:
+            # The alternate screen does not reflow, and xterm.js (and xterm) keep its
+            # rows' cells past a narrower width: they show again when it widens, up to
+            # the new width (what lies past it is gone then). A snapshot shows them once
+            # widened; one taken while narrower cannot carry them.
+            for line in alt.values():
+                grid.cut(line, columns)
         widen_tabstops(self.tabstops, columns)
         if self.other_layout is not None:
             widen_tabstops(self.other_layout.tabstops, columns)

@@ -47,6 +47,13 @@ KNOWN_XTERM_FAULTS: dict[str, str] = {
 """Where xterm.js draws a stream otherwise than a real terminal (xterm, tmux), the
 headless terminal follows the real one; each such sequence is left out of the
 generated streams, with the reason."""
+LEAVING_RESTORES = "\x1b[?1049l"
+"""Leaving the alternate screen so restores the cursor, through the same restore as
+DECRC in xterm.js, with its fault (`KNOWN_XTERM_FAULTS`): the G0 and G1 designations
+and the shift between them stay as the alternate screen left them. Once a stream that
+has used character sets leaves that way, it designates and shifts no more, and its
+shift is not compared, only the set in use (it keeps ``?1049`` itself, for the
+alternate screen's sake)."""
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +131,18 @@ def generated(seed: int, *, resizes: bool, kinds: Sequence[str] = KINDS) -> Case
     rng = random.Random(seed)
     cols, rows = rng.randint(8, 40), rng.randint(3, 12)
     pieces: list[str] = []
+    charsets, restored = False, False
     while len(pieces) < rng.randint(20, 200):
-        piece = _pieces(rng, cols, rows)[rng.choice(kinds)]()
-        if not any(fault in piece for fault in KNOWN_XTERM_FAULTS):
-            pieces.append(piece)
+        table = _pieces(rng, cols, rows)
+        kind = rng.choice(kinds)
+        piece = table[kind]()
+        if any(fault in piece for fault in KNOWN_XTERM_FAULTS):
+            continue
+        if kind == "charsets" and restored:  # see LEAVING_RESTORES
+            continue
+        charsets |= kind == "charsets"
+        restored |= charsets and LEAVING_RESTORES in piece
+        pieces.append(piece)
     steps: list[Step] = chunked("".join(pieces).encode(), rng, rng.randint(1, 12))
     if resizes:
         for _ in range(rng.randint(1, 3)):
@@ -156,7 +171,18 @@ def run(xterm: XtermDriver, case: Case) -> Comparison:
     if any(pop in written for pop in TITLE_POPS):  # see KNOWN_XTERM_FAULTS
         for drawn in (live, cold):
             drawn["state"].pop("title", None)
+    if _restored_after_charsets(written):  # see LEAVING_RESTORES
+        for drawn in (live, cold):
+            drawn["state"]["charset"] = drawn["state"]["charset"][1:]  # the set in use only
     return compare(live, cold)
+
+
+def _restored_after_charsets(written: bytes) -> bool:
+    """``written`` leaves the alternate screen by `LEAVING_RESTORES` after a character
+    set was designated or shifted: xterm.js's shift is then not xterm's."""
+    used = [written.find(s) for s in (b"\x0e", b"\x0f", b"\x1b(", b"\x1b)")]
+    first = min((at for at in used if at >= 0), default=-1)
+    return first >= 0 and written.rfind(LEAVING_RESTORES.encode()) > first
 
 
 TITLE_POPS = (b"\x1b[23;", b"\x1b[23t")
@@ -238,16 +264,14 @@ def test_each_kind_in_issue_25_is_the_live_view_cut_anywhere(xterm: XtermDriver,
         check(xterm, Case(f"{kind} cut at {cut}", 10, 4, steps, attach=1))
 
 
-GENERATED = 200
-FLOORS = {False: (195, 0.999), True: (193, 0.999)}
+GENERATED = 1000
+FLOORS = {False: (990, 0.9997), True: (976, 0.997)}
 """Generated streams without and with resizes: the cases exact and the share of cells
-equal that must not fall (a ratchet: raise them as what still differs is fixed). What
-still differs, by kind: the character sets after leaving the alternate screen with
-``CSI ? 1049 l`` (which restores the cursor: xterm.js's DECRC fault, see
-`KNOWN_XTERM_FAULTS`, kept in the streams for the alternate screen's sake), and, with
-resizes, an alternate screen narrowed and widened again (xterm.js keeps the cells past the
-narrower width there and shows them again). Before reflow, with resizes: 144 exact,
-98.0% of cells."""
+equal that must not fall (a ratchet: raise them as what still differs is fixed). With
+200 streams both were exact; these 1000 find what those did not: tab stops and the
+saved cursor after a resize, rows moved to and from the scrollback by a resize in some
+states, a wide character at the edge after a resize. Before reflow (the first 200,
+with resizes): 144 exact, 98.0% of cells."""
 
 
 @pytest.mark.parametrize("resizes", [False, True], ids=["unresized", "resized"])
