@@ -14,21 +14,30 @@ from ptyvisor.terminal.snapshot import BLANK, Cell
 from ptyvisor.terminal.widths import char_width
 
 
-def split_wide(line: ScreenLine, start: int, end: int) -> None:
-    """Before overwriting [start, end): blank wide characters cut in half."""
+def split_wide(line: ScreenLine, start: int, end: int, orphan: Cell) -> None:
+    """Before overwriting [start, end): the half of a wide character cut in half left
+    outside becomes ``orphan``. As xterm.js: the writer's pen when printing, the fill
+    when erasing, inserting or deleting; not the wide character's own attributes."""
     cell = line.get(start)
     if cell is not None and cell.data == "" and start > 0:
-        line[start - 1] = line[start - 1]._replace(data=" ")
+        _set(line, start - 1, orphan)
     cell = line.get(end)
     if cell is not None and cell.data == "":
-        line[end] = cell._replace(data=" ")
+        _set(line, end, orphan)
+
+
+def _set(line: ScreenLine, x: int, cell: Cell) -> None:
+    if cell is BLANK:
+        line.pop(x, None)  # rows are sparse
+    else:
+        line[x] = cell
 
 
 def erase(line: ScreenLine, blank: Cell, start: int, end: int) -> None:
     """Blank [start, end)."""
     if start >= end:
         return
-    split_wide(line, start, end)
+    split_wide(line, start, end, blank)
     if blank is BLANK:
         for x in [x for x in line if start <= x < end]:
             del line[x]
@@ -38,7 +47,7 @@ def erase(line: ScreenLine, blank: Cell, start: int, end: int) -> None:
 
 def insert_cells(line: ScreenLine, blank: Cell, x: int, count: int, cols: int) -> None:
     """``count`` blanks at ``x``, shifting the rest right; what passes ``cols`` is lost."""
-    split_wide(line, x, x)
+    split_wide(line, x, x, blank)
     moved = {k + count: c for k, c in line.items() if x <= k < cols - count}
     for k in [k for k in line if k >= x]:
         del line[k]
@@ -59,7 +68,7 @@ def cut(line: ScreenLine, columns: int) -> None:
 
 def delete_cells(line: ScreenLine, blank: Cell, x: int, count: int, cols: int) -> None:
     """Remove ``count`` cells at ``x``, shifting the rest left; blanks come in at the end."""
-    split_wide(line, x, x + count)
+    split_wide(line, x, x + count, blank)
     moved = {k - count: c for k, c in line.items() if k >= x + count}
     for k in [k for k in line if k >= x]:
         del line[k]

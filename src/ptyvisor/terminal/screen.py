@@ -165,9 +165,10 @@ class Screen(pyte.Screen):
         if end <= self.columns:  # the common case, inline: the run fits on its row
             self.last_graphic = data[-1]
             line = self.buffer[cursor.y]
+            cells = self.pens.cells(cursor.attrs)
             if line:
-                grid.split_wide(line, x, end)
-            drawn = map(self.pens.cells(cursor.attrs).__getitem__, data)
+                grid.split_wide(line, x, end, cells[" "])
+            drawn = map(cells.__getitem__, data)
             line.update(zip(range(x, end), drawn, strict=True))
             cursor.x = end  # the edge: the pending wrap, or with autowrap off the same
             return
@@ -183,7 +184,7 @@ class Screen(pyte.Screen):
             if x >= cols:  # the edge: wrap, or (autowrap off) overwrite the last column
                 if not autowrap:  # everything left lands on the last column
                     line = self.buffer[cursor.y]
-                    grid.split_wide(line, cols - 1, cols)
+                    grid.split_wide(line, cols - 1, cols, get_cell(" "))
                     line[cols - 1] = get_cell(data[-1])
                     return
                 cursor.x = 0
@@ -192,7 +193,7 @@ class Screen(pyte.Screen):
                 x = 0
             line = self.buffer[cursor.y]
             end = min(cols, x + count - i)
-            grid.split_wide(line, x, end)
+            grid.split_wide(line, x, end, get_cell(" "))
             line.update(zip(range(x, end), map(get_cell, data[i : i + end - x]), strict=True))
             i += end - x
             cursor.x = end
@@ -229,7 +230,7 @@ class Screen(pyte.Screen):
             if insert:
                 self.insert_characters(width)
             line = self.buffer[cursor.y]
-            grid.split_wide(line, x, x + width)
+            grid.split_wide(line, x, x + width, cells[" "])
             line[x] = cells[char]
             if width == 2:
                 line[x + 1] = cells[""]
@@ -244,7 +245,7 @@ class Screen(pyte.Screen):
         erased cell takes only a background), the one difference being that xterm.js's
         reflow does not count it as text."""
         line = self.buffer[self.cursor.y]
-        grid.split_wide(line, x, x + 1)
+        grid.split_wide(line, x, x + 1, pen)
         line[x] = pen
 
     def _attach(self, char: str) -> None:
@@ -625,11 +626,13 @@ class Screen(pyte.Screen):
             # Others (DECCOLM 3, synchronized output 2026, ...) are ignored.
 
     def _enter_alt(self, mode: int) -> None:
-        """Show a fresh alternate buffer (xterm.js and tmux never keep an old one)."""
-        if self.main_buffer is not None:
-            return
+        """Show a fresh alternate buffer (xterm.js and tmux never keep an old one).
+        1049 saves the cursor first, into the slot of the screen in use: the alternate
+        one's, if 47 or 1047 showed it already (which then stays as it is)."""
         if mode == 1049:
             self.save_cursor()
+        if self.main_buffer is not None:
+            return
         self.main_buffer = self.buffer
         self.main_y = self.cursor.y
         self.buffer = new_buffer()
@@ -646,10 +649,16 @@ class Screen(pyte.Screen):
             self.restore_cursor()
 
     def _swap_layout(self) -> None:
-        """The other buffer's region and tab stops in use, this one's kept."""
-        other = self.other_layout or Layout(None, default_tabstops(self.columns))
-        self.other_layout = Layout(self.margins, self.tabstops)
-        self.margins, self.tabstops = other
+        """The other buffer's region and tab stops in use, this one's kept. The
+        alternate screen's are always fresh: xterm.js clears that buffer on leaving it
+        (region and tab stops too) and sets its tab stops up again on showing it."""
+        if self.alt_active:  # just shown
+            self.other_layout = Layout(self.margins, self.tabstops)
+            self.margins, self.tabstops = None, default_tabstops(self.columns)
+        else:
+            main = self.other_layout or Layout(None, default_tabstops(self.columns))
+            self.margins, self.tabstops = main
+            self.other_layout = None
 
     # -- size ----------------------------------------------------------------
 
