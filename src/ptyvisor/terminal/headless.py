@@ -288,6 +288,7 @@ class HeadlessTerminal:
             charsets=s.charsets,
             tabstops=stops(s.tabstops),
             main_margins=region(main.margins) if main else None,
+            main_y=s.main_y if s.alt_active else 0,
             main_tabstops=stops(main.tabstops) if main else None,
             last_graphic=s.last_graphic,
         )

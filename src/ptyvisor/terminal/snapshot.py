@@ -23,9 +23,10 @@ what the program drew and the state it relies on for its next bytes:
   the same goes for the rows' joins, and rows of the screen that continue the last
   row of the scrollback go on in its stream before the line feeds push it out.
 * Each style change is a full ``CSI 0;...m`` so no attribute leaks between runs.
-* With the alternate screen active, the main screen is drawn first, then
-  ``CSI ?1049h`` and the alternate screen, so leaving it later shows the right
-  main screen (and restores the cursor saved on entry).
+* With the alternate screen active, the main screen is drawn first, its saved
+  cursor saved (DECSC), its cursor row put where the program's is, then
+  ``CSI ?1047h`` and the alternate screen, so leaving it later shows the right
+  main screen (and ``?1049l`` restores the cursor saved on entry).
 * The tail restores the title, saved cursors, tab stops, scrolling region, every
   tracked mode explicitly (set *or* reset, so a reused terminal converges too;
   the mouse encoding is always restored along with tracking), the cursor
@@ -234,6 +235,10 @@ class ScreenState:
     last_graphic: str = ""
     """The character just printed, with no control or sequence since: what REP repeats
     and a combining mark joins (xterm.js forgets it at any sequence)."""
+    main_y: int = 0
+    """The main screen's cursor row while the alternate one shows: a change of height
+    moves the main screen's rows to and from the scrollback around it (xterm.js keeps
+    each buffer's own cursor)."""
 
 
 PROLOGUE = (
@@ -702,8 +707,9 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
 
     if state.alt is not None:
         _layout(w, state.main_margins, state.main_tabstops, cols, rows)
-        # ?1049h saves the cursor: put the one the program saved on entry there.
-        _saved_cursor(w, state.saved_main, state.main, cols, save=CSI + "?1049h")
+        _saved_cursor(w, state.saved_main, state.main, cols)  # what ?1049l will restore
+        w.goto(state.main_y, 0)  # the main screen's cursor row stays under the other
+        out.append(CSI + "?1047h")  # shown without saving (DECSC did)
         w.reset_pen()  # the erase below must not paint a background
         out.append(CSI + "H" + CSI + "2J")
         for y in range(rows):
