@@ -408,6 +408,11 @@ def pytest_configure(config: pytest.Config) -> None:
         capture.resume_global_capture()
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _STDERR:
+        _STDERR.pop().close()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """The last resort behind pytest-timeout: a test still running at twice its limit
