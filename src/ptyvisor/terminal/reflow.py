@@ -33,7 +33,7 @@ from ptyvisor.terminal.rows import (
     WrappedLine,
     is_wrapped,
 )
-from ptyvisor.terminal.snapshot import Erased
+from ptyvisor.terminal.snapshot import NO_CONTENT
 from ptyvisor.terminal.widths import char_width
 
 Cells = Callable[[ScrollbackLine], ScreenLine]
@@ -57,18 +57,19 @@ class Lines:
 
 def trimmed(row: ScrollbackLine) -> int:
     """Cells up to the last one with content (xterm.js ``getTrimmedLength``): not an
-    empty cell, nor one erased with a background colour (`snapshot.Erased`)."""
+    empty cell, nor one erased with a background colour or left by a wide character
+    (`snapshot.NO_CONTENT`)."""
     if isinstance(row, PlainRow):
         return row.width
     for x in sorted(row, reverse=True):
-        if not isinstance(row[x], Erased):
+        if not isinstance(row[x], NO_CONTENT):
             return x + 1
     return 0
 
 
 def _content(row: ScreenLine, x: int) -> bool:
     cell = row.get(x)
-    return cell is not None and not isinstance(cell, Erased)
+    return cell is not None and not isinstance(cell, NO_CONTENT)
 
 
 def _width(row: ScreenLine, x: int) -> int:

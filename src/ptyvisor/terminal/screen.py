@@ -32,7 +32,7 @@ from ptyvisor.terminal.rows import (
 from ptyvisor.terminal.scrollback import Scrollback
 from ptyvisor.terminal.sgr import apply_sgr
 from ptyvisor.terminal.signals import CONTROLS
-from ptyvisor.terminal.snapshot import BLANK, Cell, Erased, erased
+from ptyvisor.terminal.snapshot import BLANK, Cell, Erased, Left, erased
 from ptyvisor.terminal.widths import ONE_CELL_RUN, char_width
 
 DECAWM: int = mo.DECAWM
@@ -240,13 +240,10 @@ class Screen(pyte.Screen):
     def _leave_blank(self, x: int, pen: Cell) -> None:
         """A wide character wraps from column ``x`` (the last): xterm.js leaves that
         cell blank in every attribute of the pen (a colour, inverse, underline: not
-        only the background, as erasing does). It keeps it without content; here it
-        is a space, which a snapshot can draw in all those attributes anywhere (an
-        erased cell takes only a background), the one difference being that xterm.js's
-        reflow does not count it as text."""
+        only the background, as erasing does), without content (`snapshot.Left`)."""
         line = self.buffer[self.cursor.y]
         grid.split_wide(line, x, x + 1, pen)
-        line[x] = pen
+        line[x] = Left(*pen)
 
     def _attach(self, char: str) -> None:
         """Append a zero-width character (combining, ZWJ, VS16) to the previous cell,

@@ -92,6 +92,19 @@ class Erased(Cell):
     __slots__ = ()
 
 
+class Left(Cell):
+    """The last cell of a row that a wide character left when it wrapped onto the next:
+    blank in the whole pen, but without content, as xterm.js keeps it. A snapshot
+    draws it as a space in that pen; reflow does not count it as text (the wide
+    character that follows it moves up into it when the row widens)."""
+
+    __slots__ = ()
+
+
+NO_CONTENT = (Erased, Left)
+"""The blanks that are cells without content in xterm.js."""
+
+
 def erased(bg: str) -> Cell:
     """What erasing writes with background ``bg`` (BLANK for the default one)."""
     return BLANK if bg == "default" else Erased(*BLANK._replace(bg=bg))
@@ -410,6 +423,9 @@ class Drawn(NamedTuple):
     wide_first: bool = False
     edge: Cell = BLANK
     """Its cell in the last column, which `fill` writes when the row below continues it."""
+    left: bool = False
+    """Its last cell is one a wide character left wrapping onto the row below
+    (`Left`), not drawn: the wide character leaves it again by itself."""
 
 
 def wrap_onto(line: Line) -> str:
@@ -495,7 +511,7 @@ def drawn_runs(runs: Sequence[tuple[Cell, str]], wrapped: bool, width: int) -> D
     end = width - undrawn
     if wrapped:
         text = (" \b" if runs else " \b" + CSI + "X") + text
-    return _new_drawn(Drawn, (text, end, wrapped, False, BLANK))  # the hot path: no kwargs
+    return _new_drawn(Drawn, (text, end, wrapped, False, BLANK, False))  # the hot path: no kwargs
 
 
 _new_drawn: Callable[[type[Drawn], tuple[object, ...]], Drawn] = tuple.__new__
@@ -509,8 +525,9 @@ def bridge(above: Drawn, row: Drawn, cols: int) -> str:
     (none where a wide character does by itself from the last column)."""
     if not row.wrapped:
         return "\r\n"
-    if row.wide_first and above.end == cols - 1 and above.edge == BLANK:
-        return ""
+    if row.wide_first and (above.left or (above.end == cols - 1 and above.edge == BLANK)):
+        skip = cols - 1 - above.end  # to the last column, from which it wraps
+        return "" if skip <= 0 else f"{CSI}{skip}C" if skip > 1 else CSI + "C"
     return fill(cols, above.end, above.edge)
 
 
@@ -570,6 +587,15 @@ def _screen_line(w: _Writer, line: Line, cols: int, row: int) -> None:
         w.line(line, cols, row)
 
 
+class _Blanks(dict[int, Cell]):
+    """A copy of a row: a missing column reads as BLANK."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: int) -> Cell:
+        return BLANK
+
+
 def _wrapped_group(w: _Writer, lines: Sequence[Line], cols: int, row: int) -> None:
     """Rows from ``row`` on, each continuing the one above (the program's text wrapped
     onto them): drawn in one stream from the first row's left edge, each row's text
@@ -577,12 +603,22 @@ def _wrapped_group(w: _Writer, lines: Sequence[Line], cols: int, row: int) -> No
     other too and re-wrap as the live ones do when the width changes."""
     w.goto(row, 0)
     above = Drawn("", 0)
-    for i, line in enumerate(lines):
+    for i, row_cells in enumerate(lines):
+        line = row_cells
+        edge = line.get(cols - 1, BLANK)
+        left = type(edge) is Left and i + 1 < len(lines)
+        if left and _is_wide(lines[i + 1].get(0, BLANK).data):
+            line = _Blanks((x, cell) for x, cell in line.items() if x != cols - 1)
+        else:
+            left = False
         end = drawn_end(line, cols)
         wide = _is_wide(line.get(0, BLANK).data)
-        drawn = Drawn("", end, bool(i), wide, line.get(cols - 1, BLANK))
+        drawn = Drawn("", end, bool(i), wide, edge, left)
         if i:
-            w.reset_pen()
+            if above.left:  # the wide character's stand-in leaves that cell in its pen
+                w.pen(above.edge)
+            else:
+                w.reset_pen()
             w.out.append(bridge(above, drawn, cols))
             w.out.append(wrap_onto(line))
         if not _ascii_runs(w, line, cols):

@@ -258,6 +258,13 @@ RESIZED_KINDS: dict[str, tuple[int, int, tuple[Step, ...], tuple[int, ...]]] = {
          ("resize", 20, 4)),
         (2,),  # attached while narrower: see below
     ),
+    "a wide character wrapped from the last column, then wider": (
+        34,
+        10,
+        (("write", "\x1b[10;34H界\x1b[1;34H\x1b[31m界\x1b[m\x1b[H".encode(), None),
+         ("resize", 39, 12)),
+        (),
+    ),
 }  # fmt: skip
 """Resizes found by the generated streams: (size, steps, attach points left out),
 attached cold at every other step boundary. A snapshot taken while the alternate
@@ -309,15 +316,16 @@ def test_each_kind_in_issue_25_is_the_live_view_cut_anywhere(xterm: XtermDriver,
 
 
 GENERATED = 1000
-FLOORS = {False: (1000, 1.0), True: (986, 0.9988)}
+FLOORS = {False: (1000, 1.0), True: (988, 0.9988)}
 """Generated streams without and with resizes: the cases exact and the share of cells
 equal that must not fall (a ratchet: raise them as what still differs is fixed). With
 200 streams both were exact; these 1000 found more (the cases added to `ISSUE_KINDS`
 and `RESIZED_KINDS` since). What still differs comes with resizes only: tab stops and
 a saved cursor row that xterm.js keeps past the edge of a screen made smaller (no
 snapshot can set them) and a client attached then sees again when the screen grows;
-a wide character at the edge after a resize; the alternate screen attached while
-narrower (see `RESIZED_KINDS`). Before reflow (the first 200, with resizes): 144
+the alternate screen attached while narrower (see `RESIZED_KINDS`); and a few
+not understood yet (a wide character reflowed out of the scrollback, the alternate
+screen's rows after a wrap that scrolled it, one background). Before reflow (the first 200, with resizes): 144
 exact, 98.0% of cells."""
 
 
