@@ -76,7 +76,7 @@ def test_snapshot_layout() -> None:
 
 def test_snapshot_draws_main_before_alternate() -> None:
     ansi = make(f"MAIN{CSI}?1049hALT").snapshot().ansi
-    assert ansi.index("MAIN") < ansi.index(CSI + "?1047h") < ansi.index("ALT")
+    assert ansi.index("MAIN") < ansi.index(CSI + "?1049h") < ansi.index("ALT")
 
 
 # -- as the page's xterm.js draws it (issue 25) -------------------------------

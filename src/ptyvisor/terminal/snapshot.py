@@ -23,10 +23,13 @@ what the program drew and the state it relies on for its next bytes:
   the same goes for the rows' joins, and rows of the screen that continue the last
   row of the scrollback go on in its stream before the line feeds push it out.
 * Each style change is a full ``CSI 0;...m`` so no attribute leaks between runs.
-* With the alternate screen active, the main screen is drawn first, its saved
-  cursor saved (DECSC), its cursor row put where the program's is, then
-  ``CSI ?1047h`` and the alternate screen, so leaving it later shows the right
-  main screen (and ``?1049l`` restores the cursor saved on entry).
+* With the alternate screen active, the main screen is drawn first, then
+  ``CSI ?1049h`` (saving the cursor saved on entry) and the alternate screen, so
+  leaving it later shows the right main screen and restores that cursor. xterm.js
+  keeps a cursor row per buffer, around which a change of height moves the main
+  screen's rows: where the program's main cursor row is not the saved one (it used
+  ``?47h`` or ``?1047h``), the snapshot saves with DECSC, moves to that row and
+  shows the alternate screen with ``?1047h``.
 * The tail restores the title, saved cursors, tab stops, scrolling region, every
   tracked mode explicitly (set *or* reset, so a reused terminal converges too;
   the mouse encoding is always restored along with tracking), the cursor
@@ -743,9 +746,15 @@ def render_snapshot(state: ScreenState, *, include_scrollback: bool = True) -> s
 
     if state.alt is not None:
         _layout(w, state.main_margins, state.main_tabstops, cols, rows)
-        _saved_cursor(w, state.saved_main, state.main, cols)  # what ?1049l will restore
-        w.goto(state.main_y, 0)  # the main screen's cursor row stays under the other
-        out.append(CSI + "?1047h")  # shown without saving (DECSC did)
+        saved = state.saved_main
+        if saved is not None and saved.y == state.main_y:
+            # As the program showed it (nearly always): ?1049h saves the cursor, and
+            # the main screen's cursor row is the saved one.
+            _saved_cursor(w, saved, state.main, cols, save=CSI + "?1049h")
+        else:  # with ?47h or ?1047h: the saved cursor and the cursor row apart
+            _saved_cursor(w, saved, state.main, cols)
+            w.goto(state.main_y, 0)
+            out.append(CSI + "?1047h")
         w.reset_pen()  # the erase below must not paint a background
         out.append(CSI + "H" + CSI + "2J")
         for y in range(rows):
