@@ -552,11 +552,17 @@ def test_a_turn_shows_from_the_busy_line_and_a_guess_ends_unconfirmed() -> None:
 def test_the_line_must_have_stayed_away_before_its_return_is_a_turn() -> None:
     """A redraw caught half done (the old turn's line erased, not yet drawn again) just
     after the Stop hook reported is no new turn; the line back after a real pause is.
-    A line new to the ``waiting`` (a prompt typed the moment Ready shows) counts at once."""
+    The same when the first screen of the ``waiting`` is the half-done redraw (Qwen
+    Code redraws its spinner after its Stop hook), and for a line typed in at once:
+    its hook reports that turn."""
     rules = ActivityRules(1000, agent="codex")
     rules.handle(ScreenShown(CODEX_PROMPT, 1100))  # Ready
-    assert kinds(rules.handle(ScreenShown(CODEX_BUSY, 1150))) == ["Changed"]
+    assert rules.handle(ScreenShown(CODEX_BUSY, 1100 + AWAY_BEFORE_TURN_MS - 1)) == []
     rules.handle(frame(type="activity", phase="working", at=1400, agent="codex"))
+    rules.handle(frame(type="activity", phase="waiting", at=2000, agent="codex"))
+    assert rules.handle(ScreenShown(CODEX_PROMPT, 2005)) == []  # mid-redraw, first
+    assert rules.handle(ScreenShown(CODEX_BUSY, 2010)) == []  # the old line, drawn again
+    rules.handle(frame(type="activity", phase="working", at=2500, agent="codex"))
     rules.handle(frame(type="activity", phase="waiting", at=3000, agent="codex"))
     assert rules.handle(ScreenShown(CODEX_BUSY, 3005)) == []  # the old line, still drawn
     assert rules.handle(ScreenShown(CODEX_PROMPT, 3010)) == []  # mid-redraw

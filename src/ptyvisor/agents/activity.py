@@ -566,8 +566,8 @@ UNCONFIRMED_SECONDS = 5.0
 """How long a guessed turn outlives its busy line while the extension says nothing:
 longer than a hook takes to start on a busy machine."""
 AWAY_BEFORE_TURN_MS = 500
-"""How long a busy line that showed while ``waiting`` must then have stayed off the
-screen for its return to count as a turn: far longer than a TUI's redraw takes even on
+"""How long the screens of a ``waiting`` must have shown no busy line for its showing
+to count as a turn: far longer than a TUI's redraw takes even on
 a busy machine, shorter than anyone reads a finished turn and types the next prompt.
 (A turn sent sooner still shows, from its hook's report.)"""
 
@@ -589,10 +589,13 @@ class BusyLine:
       that same ``waiting`` has shown it absent. So the line of the turn that just
       ended, still drawn when the Stop hook reports, never starts a turn. (The screen
       that made the session Ready at start-up counts.)
-    - Once the line has shown in that ``waiting``, it must then have stayed away for
-      `AWAY_BEFORE_TURN_MS`: on a busy machine the renderer may catch a TUI's redraw
-      half done, the old turn's line erased and not yet drawn again, which is no turn.
-      A line new to the ``waiting`` (a prompt typed at Ready) counts at once.
+    - It must have stayed away for `AWAY_BEFORE_TURN_MS` first: on a busy machine the
+      renderer may catch a TUI's redraw half done, the old turn's line erased and not
+      yet drawn again, which is no turn. That holds for the first screens of the
+      ``waiting`` too: Qwen Code redraws its spinner after its Stop hook reports, and
+      the first screen the renderer caught may be one of those halves (CI saw a
+      turn that was none). A prompt typed sooner after Ready still shows, from its
+      hook's report.
     - The extension's next report confirms the turn or overrides it. Its ``working``
       replaces the inferred one; the phase and ``since`` stay, the source changes.
     - Until then, the line staying away for `UNCONFIRMED_SECONDS` ends the guess, back
@@ -614,8 +617,6 @@ class BusyLine:
         self._absent_since: int | None = None
         """When the screens in that ``waiting`` began to show no busy line (None while
         it shows)."""
-        self._shown_in_waiting = False
-        """A screen in that ``waiting`` has shown the line (its return may be a flicker)."""
         self.shown = False
         """Whether the line showed on the last screen looked at."""
 
@@ -637,15 +638,13 @@ class BusyLine:
         shown = self.shown = self._pattern.search(text) is not None
         if activity.phase is ActivityPhase.WAITING:
             if activity is not self._waiting:
-                self._waiting, self._absent_since, self._shown_in_waiting = activity, None, False
+                self._waiting, self._absent_since = activity, None
             if not shown:
                 if self._absent_since is None:
                     self._absent_since = at
                 return None
             absent, self._absent_since = self._absent_since, None
-            back = self._shown_in_waiting
-            self._shown_in_waiting = True
-            if absent is None or (back and at - absent < AWAY_BEFORE_TURN_MS):
+            if absent is None or at - absent < AWAY_BEFORE_TURN_MS:
                 return None
             return True
         if self.guessed(activity) and not shown:
