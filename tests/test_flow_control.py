@@ -16,10 +16,10 @@ from ptyvisor.config import ServerConfig
 from ptyvisor.server.renderer import SKIP_STEP
 from ptyvisor.server.session.reader import INGEST_BYTES
 from ptyvisor.terminal import HeadlessTerminal
-from ptyvisor.wire.protocol import SERVER_MESSAGE, Attached, SnapshotMessage
+from ptyvisor.wire.protocol import SERVER_MESSAGE, Attached, SessionStats, SnapshotMessage
 from tests.timeouts import scaled
 
-from .conftest import TOKEN, RunningServer, output_until
+from .conftest import TOKEN, RunningServer, output_until, poll
 from .server.test_webpage import get
 
 pytestmark = pytest.mark.anyio
@@ -95,11 +95,19 @@ async def test_slow_client_does_not_stall_fast_one(server: RunningServer, client
         # is resynced like any lagging client); otherwise it got every byte.
         if not [e for e in lagging if isinstance(e, SnapshotMessage)]:
             assert total > 12_000_000
-        stats = await client.stats(session.id)
         # The renderer skips a step at a time once past its limit (renderer.py), and
-        # the flood's last read may have come after the last skip.
+        # the flood's last read may have come after the last skip. While a batch is
+        # being rendered (its lock held) the reader goes on and nothing is skipped, so
+        # on a busy machine the lag may pass that bound for as long as the batch takes
+        # (CI saw 1.0 MB against 0.85): the renderer must be back within it right
+        # after, skipping what lies past its limit.
         lag_bound = server.config.render_lag_limit + SKIP_STEP + INGEST_BYTES
-        assert stats.render_lag <= lag_bound
+
+        async def within_bound() -> SessionStats | None:
+            stats = await client.stats(session.id)
+            return stats if stats.render_lag <= lag_bound else None
+
+        stats = await poll(within_bound)
         assert len(stats.client_queues) == 2
         assert max(stats.client_queues) <= server.config.client_buffer, "memory stays bounded"
         # Now the slow client reads: it was dropped back to one fresh snapshot and
