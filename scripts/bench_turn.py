@@ -8,11 +8,11 @@ timed from the Enter to the model's last request (the one carrying the 20th resu
 so drawing the answer is not in it. ``--delay`` makes the model take that long per
 reply, as a real one does (an instant fake model makes the hooks' share look largest).
 "with" is ``spawn --agent`` (our hooks on every event: around each tool call, twice
-for Claude Code); "without" is the same program started as a plain command; for
-Claude Code, "`true` hooks" is the plain program given the same hook events, each
-running ``true``: what the agent itself spends on running a hook, which no hook of
-ours can go below. The modes alternate run by run, so a busy machine slows them
-alike; read the ratios of the medians.
+for Claude Code); "without" is the same program started as a plain command; and
+"`true` hooks" is ``spawn --agent`` with each of our hook commands
+replaced by ``true`` (the same events, the same settings): what the agent itself
+spends on running a hook, which no hook of ours can go below. The modes alternate
+run by run, so a busy machine slows them alike; read the ratios of the medians.
 
     .venv/bin/python scripts/bench_turn.py [--runs N] [--calls 20] [agent ...]
 
@@ -24,12 +24,13 @@ OpenCode's and Pi's run in-process.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,7 +45,7 @@ from tests.agents.clis.offline import offline_env  # noqa: E402
 from tests.agents.clis.ready import PROMPT_SHOWN, STARTUP_DIALOGS  # noqa: E402
 from tests.agents.clis.under_ptyvisor import TOKEN, AgentRun, _with_options  # noqa: E402
 
-from ptyvisor.agents.launch import CLAUDE_EVENTS  # noqa: E402
+from ptyvisor.agents import launch  # noqa: E402
 from ptyvisor.client.client import Client  # noqa: E402
 from ptyvisor.config import ServerConfig  # noqa: E402
 from ptyvisor.server.serving import run_server  # noqa: E402
@@ -67,17 +68,21 @@ def shell_call(agent: str, n: int) -> Reply:
 
 
 WITH, WITHOUT, FLOOR = "with", "without", "true hooks"
-FLOOR_SETTINGS = {
-    "hooks": {
-        event: [{"matcher": "*", "hooks": [{"type": "command", "command": "true"}]}]
-        for event in CLAUDE_EVENTS
-    }
-}
-"""Claude Code's hook events as the extension declares them, each running ``true``."""
+MODES = (WITH, WITHOUT, FLOOR)
 
 
-def modes(agent: str) -> tuple[str, ...]:
-    return (WITH, WITHOUT, FLOOR) if agent == "claude-code" else (WITH, WITHOUT)
+@contextmanager
+def hooks_running_true() -> Iterator[None]:
+    """Every hook command the launch writes (`launch.hook_argv`, which each agent's
+    settings are built from) is ``true`` while this holds: the server runs in this
+    process, so the session starts exactly as with the extension, hooks that do
+    nothing."""
+    real = launch.hook_argv
+    launch.hook_argv = lambda agent, *event: ["true"]
+    try:
+        yield
+    finally:
+        launch.hook_argv = real
 
 
 async def one_turn(agent: str, mode: str, calls: int, delay: float, tmp: Path) -> float:
@@ -92,12 +97,12 @@ async def one_turn(agent: str, mode: str, calls: int, delay: float, tmp: Path) -
         async with anyio.create_task_group() as tg:
             await tg.start(run_server, config)
             async with Client.connect(config.url, TOKEN) as client:
-                if mode == WITH:
-                    summary = await client.spawn(extra, agent=agent, cwd=str(project), env=env)
-                else:
-                    floor = ["--settings", json.dumps(FLOOR_SETTINGS)] if mode == FLOOR else []
-                    argv = [*agent_command(agent), *floor, *extra]
+                if mode == WITHOUT:
+                    argv = [*agent_command(agent), *extra]
                     summary = await client.spawn(argv, cwd=str(project), env=env)
+                else:
+                    with hooks_running_true() if mode == FLOOR else nullcontext():
+                        summary = await client.spawn(extra, agent=agent, cwd=str(project), env=env)
                 await client.attach(summary.id, answers_queries=False)
                 run = AgentRun(client, summary.id, model, project)
                 for dialog, key in STARTUP_DIALOGS.get(agent, ()):
@@ -105,7 +110,7 @@ async def one_turn(agent: str, mode: str, calls: int, delay: float, tmp: Path) -
                     await anyio.sleep(0.6)
                     await run.type(key)
                 await run.wait_screen(PROMPT_SHOWN[agent], wait=60)
-                await anyio.sleep(1)  # the TUI settles; the same pause in both modes
+                await anyio.sleep(1)  # the TUI settles; the same pause in every mode
                 replies = [*(shell_call(agent, n) for n in range(calls)), Reply.text("TURN-DONE")]
                 model.script(*(replace(reply, delay=delay) for reply in replies))
                 await run.type(PROMPT)
@@ -139,9 +144,9 @@ async def main() -> None:
     print("| agent | mode | turn (median) | / without | per tool call, against without |")
     print("|---|---|---|---|---|")
     for agent in args.agents:
-        times: dict[str, list[float]] = {mode: [] for mode in modes(agent)}
+        times: dict[str, list[float]] = {mode: [] for mode in MODES}
         for _ in range(args.runs):
-            for mode in modes(agent):
+            for mode in MODES:
                 with tempfile.TemporaryDirectory(prefix=f"bench-turn-{agent}-") as tmp:
                     times[mode].append(
                         await one_turn(agent, mode, args.calls, args.delay, Path(tmp))

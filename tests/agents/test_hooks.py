@@ -215,17 +215,26 @@ def test_qwen_code_speaks_claudes_protocol_with_its_own_tools() -> None:
     assert (report.interaction.agent, report.interaction.kind) == ("qwen-code", "approval")
     assert report.interaction.title == "Run a shell command"
     assert "sekrit123" not in report.model_dump_json()
+    # The approval comes before PreToolUse: the tool's start ends it (a hook run
+    # fewer per call than waiting for PostToolUse, which launch registers for the
+    # question tool only).
     after = qwen_code.map_event(
-        claude("PostToolUse", tool_name="run_shell_command", tool_input=shell), 3
+        claude("PreToolUse", tool_name="run_shell_command", tool_input=shell), 3
     )
     assert after[0]["id"] == frame["interaction"]["id"]
     assert kinds(after) == ["interaction_cleared", "activity:working"]
+    inside = {"agent_id": "a1", "agent_type": "Explorer"}
+    by_subagent = claude("PreToolUse", tool_name="run_shell_command", tool_input=shell, **inside)
+    assert kinds(qwen_code.map_event(by_subagent, 3)) == ["interaction_cleared"]
     asked = {"questions": [{"question": "Which?", "header": "H", "options": [{"label": "A"}]}]}
-    (question,) = qwen_code.map_event(
-        claude("PermissionRequest", tool_name="ask_user_question", tool_input=asked), 4
-    )
+    ask = {"tool_name": "ask_user_question", "tool_input": asked}
+    (question,) = qwen_code.map_event(claude("PermissionRequest", **ask), 4)
     assert question["interaction"]["kind"] == "question"
     assert question["interaction"]["title"] == "Qwen Code has a question"
+    # Its dialog shows while the tool runs: only the tool's end answers it.
+    assert kinds(qwen_code.map_event(claude("PreToolUse", **ask), 4)) == ["activity:working"]
+    answered = qwen_code.map_event(claude("PostToolUse", **ask), 4)
+    assert answered[0]["id"] == question["interaction"]["id"]
     # The request carrying tool results fires UserPromptSubmit too: no new prompt.
     continued = qwen_code.map_event(claude("UserPromptSubmit", prompt=""), 5)
     assert kinds(continued) == ["interaction_cleared", "activity:working"]
@@ -344,6 +353,7 @@ def test_gemini_mapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert report.interaction.title == "Confirm Shell Command"
     ((label, value),) = [(r.label, r.value) for r in report.interaction.rows]
     assert label == "Command" and "sekrit123" not in value
+    assert (tmp_path / gemini_cli.CALL_FILE).read_text() == report.interaction.id
     # A kind whose details say nothing of it: needs input, without an interaction.
     other = {**ask, "details": {"type": "exit_plan_mode", "title": "Plan"}}
     assert kinds(gemini_cli.map_event(other, 5)) == ["activity:needs_input"]
@@ -358,12 +368,13 @@ def test_gemini_mapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert gemini_cli.map_event(dialog, 5) == []
     answered = gemini_cli.map_event({**asked, "hook_event_name": "AfterTool"}, 5)
     assert answered[0]["id"] == question.interaction.id
-    # The call's AfterTool clears exactly that request (its BeforeTool left the id):
-    # an id-less clear would mean a new prompt, dropping a queued message.
+    # The next AfterTool clears exactly that request (no call runs while a dialog
+    # shows), once: an id-less clear would mean a new prompt, dropping a queued message.
     done = gemini_cli.map_event(gemini("AfterTool", **tool, tool_response={}), 6)
     assert kinds(done) == ["interaction_cleared", "activity:working"]
     assert done[0]["id"] == report.interaction.id
-    assert "sekrit123" not in (tmp_path / gemini_cli.CALL_FILE).read_text()
+    again = gemini_cli.map_event(gemini("AfterTool", **tool, tool_response={}), 6)
+    assert kinds(again) == ["activity:working"]
     assert kinds(gemini_cli.map_event(gemini("SessionEnd", reason="clear"), 7)) == []
     assert kinds(gemini_cli.map_event(gemini("SessionEnd", reason="exit"), 8)) == [
         "activity:stopped"

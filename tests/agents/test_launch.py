@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -111,6 +112,12 @@ def test_gemini_gets_a_session_home_beside_the_users_own(tmp_path: Path) -> None
     (hook,) = ours_entry["hooks"]
     assert shlex.split(hook["command"]) == hook_argv("gemini-cli")
     assert hook["name"] == "ptyvisor" and hook["timeout"] == 10_000  # milliseconds
+    # BeforeTool is for the question tool only (Gemini: an unanchored regex): the
+    # other calls pay one hook run, AfterTool's.
+    before = merged["hooks"]["BeforeTool"][-1]["matcher"]
+    assert re.search(before, "ask_user") and not re.search(before, "run_shell_command")
+    assert not re.search(before, "ask_user_v2")
+    assert {merged["hooks"][e][-1]["matcher"] for e in GEMINI_EVENTS if e != "BeforeTool"} == {"*"}
     assert (theirs / "settings.json").read_text() == raw, "the user's file is untouched"
     assert (ours.parent / ".agents").readlink() == tmp_path / "home" / ".agents"
     # Removing the session folder (as the supervisor does) removes links, never targets.
@@ -157,6 +164,13 @@ def test_qwen_code_gets_a_session_copy_of_the_system_defaults(tmp_path: Path) ->
     assert entry["timeout"] == DECISION_TIMEOUT_SECONDS * 1000
     (stop,) = defaults["hooks"]["Stop"][0]["hooks"]
     assert stop["timeout"] < 1000
+    # PreToolUse ends an approval (Qwen asks first); a tool's end matters only for the
+    # question tool, so no other tool call pays a second hook run.
+    matchers = {event: entries[0]["matcher"] for event, entries in defaults["hooks"].items()}
+    assert matchers.pop("PostToolUse") == matchers.pop("PostToolUseFailure")
+    assert re.fullmatch(defaults["hooks"]["PostToolUse"][0]["matcher"], "ask_user_question")
+    assert not re.search(defaults["hooks"]["PostToolUse"][0]["matcher"], "run_shell_command")
+    assert set(matchers.values()) == {"*"}
 
 
 def test_qwen_code_keeps_the_machines_system_defaults(tmp_path: Path) -> None:

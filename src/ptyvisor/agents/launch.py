@@ -116,6 +116,10 @@ GEMINI_EVENTS = (
     "AfterAgent",
     "SessionEnd",
 )
+GEMINI_MATCHERS = {"BeforeTool": "^ask_user$"}
+"""Only Gemini's question tool needs ``BeforeTool`` (its questions are in its input
+alone); for every other call ``AfterTool`` says enough (hooks/gemini_cli.py). Gemini
+tests a tool matcher as an unanchored regular expression."""
 GEMINI_HOOK_NAME = "ptyvisor"
 """What Gemini shows while our hook runs, and the name ``hooksConfig.disabled`` takes."""
 CODEX_FLAGS = ("--no-daemon", "--dangerously-bypass-hook-trust")
@@ -299,10 +303,22 @@ def hook_command(agent: str, *event: str) -> str:
     return shlex.join(hook_argv(agent, *event))
 
 
+QWEN_MATCHERS = {
+    "PostToolUse": "^ask_user_question$",
+    "PostToolUseFailure": "^ask_user_question$",
+}
+"""Qwen Code's approval comes before ``PreToolUse``, which clears it; the tool's end
+matters only for its question tool, whose dialog shows while it runs (hooks/qwen_code.py).
+Qwen compiles a matcher that starts with ``^`` as written."""
+
+
 def claude_settings(
-    agent: str = "claude-code", decision_timeout: int = DECISION_TIMEOUT_SECONDS
+    agent: str = "claude-code",
+    decision_timeout: int = DECISION_TIMEOUT_SECONDS,
+    matchers: Mapping[str, str] | None = None,
 ) -> dict[str, object]:
-    """Claude-style command hooks on every event, running ``ptyvisor.agents.hooks <agent>``."""
+    """Claude-style command hooks on every event, running ``ptyvisor.agents.hooks
+    <agent>``; ``matchers``: the events whose hook runs for some tools only."""
 
     def entry(event: str) -> dict[str, object]:
         timeout = decision_timeout if event == "PermissionRequest" else None
@@ -312,8 +328,12 @@ def claude_settings(
             "timeout": timeout or HOOK_TIMEOUT_SECONDS,
         }
 
+    only = matchers or {}
     return {
-        "hooks": {event: [{"matcher": "*", "hooks": [entry(event)]}] for event in CLAUDE_EVENTS}
+        "hooks": {
+            event: [{"matcher": only.get(event, "*"), "hooks": [entry(event)]}]
+            for event in CLAUDE_EVENTS
+        }
     }
 
 
@@ -335,7 +355,9 @@ def qwen_system_defaults(machine: Path | None = None) -> dict[str, object]:
     except (OSError, ValueError):
         loaded = {}
     defaults: dict[str, object] = loaded if isinstance(loaded, dict) else {}
-    ours = claude_settings("qwen-code", DECISION_TIMEOUT_SECONDS * QWEN_LEGACY_MS)["hooks"]
+    ours = claude_settings("qwen-code", DECISION_TIMEOUT_SECONDS * QWEN_LEGACY_MS, QWEN_MATCHERS)[
+        "hooks"
+    ]
     assert isinstance(ours, dict)
     return with_our_hooks(defaults, ours)
 
@@ -375,7 +397,11 @@ def gemini_settings(user: Mapping[str, object]) -> dict[str, object]:
         "timeout": HOOK_TIMEOUT_SECONDS * 1000,  # milliseconds
     }
     return with_our_hooks(
-        user, {event: [{"matcher": "*", "hooks": [hook]}] for event in GEMINI_EVENTS}
+        user,
+        {
+            event: [{"matcher": GEMINI_MATCHERS.get(event, "*"), "hooks": [hook]}]
+            for event in GEMINI_EVENTS
+        },
     )
 
 

@@ -1,5 +1,5 @@
 """Gemini CLI's hook adapter (hooks/gemini_cli.py) on its own: the transcript read
-back for a failed turn (untrusted, possibly huge), the call digest left between
+back for a failed turn (untrusted, possibly huge), the approval's id left between
 hooks in the session's home, and the confirmation kinds an approval is made from.
 The event mapping's main cases are in tests/agents/test_hooks.py."""
 
@@ -81,25 +81,28 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_the_call_left_by_before_tool_names_the_approval(home: Path) -> None:
-    tool = {"tool_name": "run_shell_command", "tool_input": {"command": "make"}}
-    gemini_cli.map_event({"hook_event_name": "BeforeTool", **tool}, 1)
+def test_the_approval_left_by_its_notification_is_cleared_by_the_next_after_tool(
+    home: Path,
+) -> None:
     details = {"type": "exec", "command": "make"}
     event = {"hook_event_name": "Notification", "notification_type": "ToolPermission"}
     (frame,) = gemini_cli.map_event({**event, "details": details}, 2)
-    assert frame["interaction"]["id"] == request_digest("run_shell_command", {"command": "make"})
-    # Whatever else is in that file is not an id: the details' own digest is.
-    (home / gemini_cli.CALL_FILE).write_text("../../etc/passwd")
-    (frame,) = gemini_cli.map_event({**event, "details": details}, 3)
     assert frame["interaction"]["id"] == request_digest("run_shell_command", details)
+    after = {"hook_event_name": "AfterTool", "tool_name": "run_shell_command"}
+    cleared, _ = gemini_cli.map_event({**after, "tool_input": {"command": "make"}}, 3)
+    assert cleared["id"] == frame["interaction"]["id"]
+    # Whatever else is in that file is no id, and nothing is cleared by it.
+    for planted in ("../../etc/passwd", "req-", "req-" + "g" * 24, "req-" + "a" * 25):
+        (home / gemini_cli.CALL_FILE).write_text(planted)
+        assert gemini_cli.map_event(after, 4) == [
+            {"type": "activity", "phase": "working", "at": 4, "agent": "gemini-cli"}
+        ]
 
 
-def test_without_a_home_nothing_is_left_and_the_details_name_the_approval(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_without_a_home_nothing_is_left(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
-    gemini_cli.remember_call("req-1")
-    assert gemini_cli.remembered_call() is None
+    gemini_cli.remember_call(request_digest("t", {}))
+    assert gemini_cli.answered_call() is None
 
 
 def approval(details: dict[str, Any]) -> dict[str, Any]:

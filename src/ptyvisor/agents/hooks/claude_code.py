@@ -46,6 +46,7 @@ from ptyvisor.wire.control import Decision
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 AGENT = "claude-code"
@@ -65,13 +66,18 @@ class Dialect:
     that carries tool results: that one is no new prompt (reason ``tool_results``: what
     the main thread asked is over, a queued message stays). ``idle_means_waiting``:
     whether an ``idle_prompt`` notification reports ``waiting`` (else it is left to
-    Stop / StopFailure, which already ended the turn)."""
+    Stop / StopFailure, which already ended the turn). ``asks_before_pre_tool_use``:
+    whether the approval comes before ``PreToolUse`` (Qwen) rather than after it
+    (Claude): then ``PreToolUse`` clears the approval its call had, as soon as the
+    tool starts, and ``PostToolUse`` is needed for questions only (`launch`
+    registers it for the ask tool alone: a hook fewer per tool call)."""
 
     __slots__ = (
         "agent",
         "answers_questions",
         "ask_tool",
         "asker",
+        "asks_before_pre_tool_use",
         "idle_means_waiting",
         "submits_tool_results",
         "titles",
@@ -87,12 +93,14 @@ class Dialect:
         answers_questions: bool = True,
         submits_tool_results: bool = False,
         idle_means_waiting: bool = True,
+        asks_before_pre_tool_use: bool = False,
     ) -> None:
         self.agent, self.ask_tool, self.asker = agent, ask_tool, asker
         self.titles: Mapping[str, str] = titles or {}
         self.answers_questions = answers_questions
         self.submits_tool_results = submits_tool_results
         self.idle_means_waiting = idle_means_waiting
+        self.asks_before_pre_tool_use = asks_before_pre_tool_use
 
 
 CLAUDE = Dialect(
@@ -129,18 +137,14 @@ def map_event(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> l
                 cleared(at, None, "tool_results" if continued else "prompt"),
                 activity("working") if continued else submitted(dialect.agent, at, event),
             ]
+        case "PreToolUse" if dialect.asks_before_pre_tool_use and not _asks(event, dialect):
+            return _tool_started(event, at, dialect, activity)
         case "PreToolUse" if not subagent:
             return [activity("working")]
         case "PermissionRequest":
             return [interaction_frame(event, at, dialect)]
         case "PostToolUse" | "PostToolUseFailure":
-            tool = str(event.get("tool_name", ""))
-            asked = _asked_input(tool, event.get("tool_input"), dialect)
-            ident = request_digest(tool, asked)
-            frames = [cleared(at, ident, "answered")]
-            if not subagent:
-                frames.append(activity("working"))
-            return frames
+            return _tool_started(event, at, dialect, activity)
         case "Notification":
             kind = str(event.get("notification_type", ""))
             if kind == "idle_prompt":
@@ -170,6 +174,24 @@ def map_event(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> l
             return [activity("stopped", reason=str(event.get("reason") or ""))]
         case _:
             return []
+
+
+def _asks(event: Mapping[str, Any], dialect: Dialect) -> bool:
+    """The call is the question tool, whose dialog shows while it runs."""
+    return event.get("tool_name") == dialect.ask_tool
+
+
+def _tool_started(
+    event: Mapping[str, Any], at: int, dialect: Dialect, activity: Callable[[str], Payload]
+) -> list[Payload]:
+    """The call's approval or question is over (by its digest) and, in the main
+    thread, the agent works on."""
+    tool = str(event.get("tool_name", ""))
+    ident = request_digest(tool, _asked_input(tool, event.get("tool_input"), dialect))
+    frames = [cleared(at, ident, "answered")]
+    if normalise.subagent(event) is None:
+        frames.append(activity("working"))
+    return frames
 
 
 def _asked_input(tool: str, tool_input: object, dialect: Dialect) -> object:

@@ -11,14 +11,18 @@ What its hooks can and cannot do, from the bundled source and the real TUI:
   its answers are deny/block or "ask", never "allow", so no hook can grant an
   approval: approvals are typed in the TUI only (the interaction is not answerable).
 - ``Notification`` (``ToolPermission``) announces the confirmation dialog with its
-  details (command, file, MCP tool, URLs) but no tool name, input or call id. The
-  call's ``BeforeTool`` has just fired (Gemini validates a call that may ask on its
-  own, one after another), so it leaves the digest of tool name and input in the
-  session's home (`remember_call`) for the interaction's id, which the call's
-  ``AfterTool`` recomputes to clear exactly that request — never an id-less clear,
+  details (command, file, MCP tool, URLs) but no tool name, input or call id; the
+  interaction's id is the digest of those details, left in the session's home
+  (`remember_call`). Gemini's scheduler (0.61: ``_processNextItem``) takes a call
+  that may ask on its own, one after another, and executes a batch only once every
+  call in it is approved or refused, so the next ``AfterTool`` means no dialog is
+  up: it clears the id left there, exactly that request — never an id-less clear,
   which means "a new prompt" and would drop a queued message.
 - ``ask_user`` (its question tool) always asks, and only its input has the questions:
-  its ``BeforeTool`` raises the question, its ``AfterTool`` clears it.
+  its ``BeforeTool`` raises the question, its ``AfterTool`` clears it. No other call
+  needs ``BeforeTool`` (the turn is ``working`` since ``BeforeAgent``), so launch
+  registers it for ``ask_user`` only (`launch.GEMINI_MATCHERS`): one hook run per
+  tool call, not two.
 - ``AfterAgent`` may refuse the stop like Claude's Stop hook (``{"decision": "block",
   "reason": text}``, the reason becomes the next request): the queued message.
 """
@@ -49,7 +53,7 @@ AGENT = "gemini-cli"
 TRANSCRIPT_TAIL = 64 * 1024
 """How much of the transcript's end `turn_error` reads: the turn's last records."""
 CALL_FILE = "ptyvisor-tool-call"
-"""In the session's ``GEMINI_CLI_HOME``: the digest of the call ``BeforeTool`` saw last."""
+"""In the session's ``GEMINI_CLI_HOME``: the id of the approval whose dialog shows."""
 ASK_TOOL = "ask_user"
 TOOLS = {
     "exec": "run_shell_command",
@@ -74,10 +78,11 @@ def map_event(event: Mapping[str, Any], at: int) -> list[Payload]:
         case "BeforeTool" if event.get("tool_name") == ASK_TOOL:
             return [question_frame(event, at)]
         case "BeforeTool":
-            remember_call(_call_digest(event))
-            return [activity("working", at, event)]
+            return [activity("working", at, event)]  # registered for ask_user only
         case "AfterTool":
-            return [cleared(at, _call_digest(event), "answered"), activity("working", at, event)]
+            asked = _call_digest(event) if event.get("tool_name") == ASK_TOOL else answered_call()
+            done = [cleared(at, asked, "answered")] if asked else []
+            return [*done, activity("working", at, event)]
         case "Notification":
             details = event.get("details")
             if event.get("notification_type") != "ToolPermission":
@@ -105,8 +110,8 @@ def _call_digest(event: Mapping[str, Any]) -> str:
 
 
 def _call_file() -> str | None:
-    """Where BeforeTool leaves its call's digest (a path as text: pathlib costs a hook
-    run 4 ms of import)."""
+    """Where Notification leaves its approval's id (a path as text: pathlib costs a
+    hook run 4 ms of import)."""
     home = os.environ.get("GEMINI_CLI_HOME")
     return os.path.join(home, CALL_FILE) if home else None
 
@@ -122,16 +127,18 @@ def remember_call(ident: str) -> None:
         pass
 
 
-def remembered_call() -> str | None:
+def answered_call() -> str | None:
+    """The id `remember_call` left, taken away: the dialog it names is over."""
     path = _call_file()
     try:
         if path is None:
             return None
         with open(path) as file:
             ident = file.read().strip()
+        os.unlink(path)
     except OSError:
         return None
-    return ident if ident.startswith("req-") else None
+    return ident if normalise.is_request_id(ident) else None
 
 
 def question_frame(event: Mapping[str, Any], at: int) -> Payload:
@@ -145,12 +152,13 @@ def question_frame(event: Mapping[str, Any], at: int) -> Payload:
 
 
 def interaction_frame(details: Mapping[str, Any], at: int) -> Payload:
-    """The confirmation dialog Gemini is about to show, as an approval; its id is the
-    call's (`remember_call`), else one of its own (then the turn's end clears it)."""
+    """The confirmation dialog Gemini is about to show, as an approval; its id is left
+    for the ``AfterTool`` that follows the answer (`remember_call`)."""
     kind = str(details.get("type"))
     tool = str(details.get("toolName") or "") if kind == "mcp" else TOOLS[kind]
     urls = details.get("urls")
-    ident = remembered_call() or request_digest(tool, dict(details))
+    ident = request_digest(tool, dict(details))
+    remember_call(ident)
     interaction = normalise.interaction(ident, AGENT, tool, at)
     interaction.update(
         kind="approval",

@@ -83,6 +83,13 @@ def request_digest(tool: str, tool_input: object) -> str:
     return "req-" + hex_digest(f"{tool}\0{canonical}".encode())[:24]
 
 
+def is_request_id(ident: str) -> bool:
+    """``ident`` has `request_digest`'s shape (an id read back from a file the
+    session's program could write)."""
+    digits = ident[4:]
+    return ident[:4] == "req-" and len(digits) == 24 and digits.strip("0123456789abcdef") == ""
+
+
 def interaction(ident: str, agent: str, tool: str, at: int) -> Payload:
     """The fields every interaction has; the caller adds ``question`` or approval ones."""
     return {"id": ident, "agent": agent, "tool": text(tool, 256), "created_at": at}

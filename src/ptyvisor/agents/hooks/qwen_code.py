@@ -10,10 +10,13 @@ names. What differs:
   (``qwen_code_remote_answers``, bounded like Codex's). An allow for
   ``ask_user_question`` is ignored by Qwen (the dialog *is* the tool), so a question
   is reported but not held: it is answered in the terminal.
-- ``PreToolUse`` comes after the approval; ``UserPromptSubmit`` also fires for the
-  model request that carries tool results (``prompt`` empty): the only sign that a
-  denied request is over (no PostToolUse follows a deny), but no new prompt, so it
-  clears with reason ``tool_results`` and a message queued meanwhile stays queued.
+- ``PreToolUse`` comes after the approval, so it clears it (as Claude's PostToolUse
+  does), and ``PostToolUse`` runs for ``ask_user_question`` only, whose dialog shows
+  while the tool runs: a hook run fewer per tool call (`launch.QWEN_MATCHERS`).
+- ``UserPromptSubmit`` also fires for the model request that carries tool results
+  (``prompt`` empty): the only sign that a denied request is over (no PostToolUse
+  follows a deny), but no new prompt, so it clears with reason ``tool_results`` and a
+  message queued meanwhile stays queued.
 - Qwen sends no ``permission_suggestions``.
 - Its ``idle_prompt`` notification comes ~2 s after every turn's end, a failed one's
   too, so it would turn ``failed`` into ``waiting``: Stop and StopFailure say enough.
@@ -44,6 +47,7 @@ QWEN = claude_code.Dialect(
     answers_questions=False,
     submits_tool_results=True,
     idle_means_waiting=False,
+    asks_before_pre_tool_use=True,
 )
 
 
