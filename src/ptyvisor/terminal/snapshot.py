@@ -172,6 +172,11 @@ def hyperlink(link: str) -> str:
     return f"{ESC}]8;{link or ';'}{ST}"
 
 
+def _forward(n: int) -> str:
+    """CUF over ``n`` cells, in its shortest form (no parameter for one)."""
+    return "" if n <= 0 else f"{CSI}{n}C" if n > 1 else CSI + "C"
+
+
 def line_ansi(line: Line, cols: int) -> str:
     """One line as text with SGR colours and attributes (no cursor movement, no
     trailing blanks): what ``capture --ansi`` prints, one line at a time."""
@@ -335,7 +340,7 @@ class _Writer:
                 elif resync:
                     out.append(f"{CSI}{x + 1}G")
                 elif gap:
-                    out.append(f"{CSI}{gap}C" if gap > 1 else CSI + "C")
+                    out.append(_forward(gap))
                 resync = False
                 self.pen(cell)
                 out.append(f"{CSI}{run}X" if run > 1 else CSI + "X")
@@ -352,7 +357,7 @@ class _Writer:
                 out.append(f"{CSI}{x + 1}G")
                 resync = False
             elif gap:
-                out.append(f"{CSI}{gap}C" if gap > 1 else CSI + "C")
+                out.append(_forward(gap))
             gap = 0
             data = cell.data
             self.pen(cell)
@@ -490,7 +495,7 @@ def fill(cols: int, end: int, edge: Cell) -> str:
     w.style = _PLAIN
     skip = cols - 1 - end
     if skip:
-        w.out.append(f"{CSI}{skip}C" if skip > 1 else CSI + "C")
+        w.out.append(_forward(skip))
     w.pen(edge)
     w.out.append(" ")
     w.reset_pen()
@@ -530,7 +535,7 @@ def bridge(above: Drawn, row: Drawn, cols: int) -> str:
         return "\r\n"
     if row.wide_first and (above.left or (above.end == cols - 1 and above.edge == BLANK)):
         skip = cols - 1 - above.end  # to the last column, from which it wraps
-        return "" if skip <= 0 else f"{CSI}{skip}C" if skip > 1 else CSI + "C"
+        return _forward(skip)
     return fill(cols, above.end, above.edge)
 
 
@@ -565,7 +570,7 @@ def _ascii_runs(w: _Writer, line: Line, cols: int, row: int | None = None) -> bo
             parts = [(erased, len(list(cells))) for erased, cells in _by_erased(same)]
         for erased, count in parts:
             if skip:
-                w.out.append(f"{CSI}{skip}C" if skip > 1 else CSI + "C")
+                w.out.append(_forward(skip))
                 skip = 0
             if erased:
                 w.out.append(f"{CSI}{count}X" if count > 1 else CSI + "X")
