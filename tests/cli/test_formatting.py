@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import signal
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ptyvisor.agents.activity import Activity, ActivityPhase
@@ -30,12 +30,15 @@ def starts(line: str, cell_texts: list[str]) -> list[int]:
 
 
 @given(st.lists(st.lists(cells, min_size=3, max_size=3), min_size=1, max_size=6))
+@example([["0", "0", " "]])
 def test_columns_line_up_on_the_terminals_cells(rows: list[list[str]]) -> None:
     rows = [["ID", "NAME", "COMMAND"], *rows]
     lines = columns(rows)
     for line, row in zip(lines, rows, strict=True):
         assert line.startswith(row[0]) and line.endswith(row[-1])
-        if all(row):  # an empty cell cannot be found by its text
+        # A cell is found by its text: not an empty one, nor one that starts with a
+        # space, which the padding before it would match.
+        if all(cell and not cell[0].isspace() for cell in row):
             assert starts(line, row)[1:] == starts(lines[0], rows[0])[1:]
 
 

@@ -35,11 +35,12 @@ async def settles_at(client: Client, session_id: str, cols: int, rows: int) -> N
 async def pty_size(client: Client, tag: str) -> tuple[int, int]:
     """Ask the shell in the session for its terminal's real size, as ``client`` types."""
     await client.send_input(f"echo {tag} $(stty size)\n")
-    found = re.search(
-        rb"\r\n" + tag.encode() + rb" (\d+) (\d+)",
-        await output_until(client, re.compile(tag.encode() + rb" \d+ \d+")),
-    )
-    assert found is not None
+    # The whole answer, up to its line's end (a number cut between two reads would
+    # match too early); the typed command echoed before it has no digits after the tag.
+    answer = re.compile(tag.encode() + rb" (\d+) (\d+)\r\n")
+    received = await output_until(client, answer)
+    found = answer.search(received)
+    assert found is not None, received
     rows, cols = int(found.group(1)), int(found.group(2))
     return cols, rows
 
