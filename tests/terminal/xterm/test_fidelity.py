@@ -8,7 +8,10 @@ random resizes, and a client that attaches at a random point of them."""
 from __future__ import annotations
 
 import random
+import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -332,14 +335,80 @@ until the cursor leaves it and a later resize reflows it whole); the alternate
 screen's cells (1, see `RESIZED_KINDS`). 3 are an xterm.js fault: its alternate
 buffer never shrinks, so once made shorter it keeps rows that scroll off its top
 and brings them back when it grows taller (xterm's alternate screen has no such
-rows). Before reflow (the first 200, with resizes): 144 exact, 98.0% of cells."""
+rows). The test checks each one for those two causes (`why_it_may_differ`): a stream
+that differs otherwise fails it whatever the floor. Before reflow (the first 200,
+with resizes): 144 exact, 98.0% of cells."""
+
+
+PAST_THE_EDGE = "state past the edge"
+SHORTER_ALTERNATE = "the alternate buffer never shrinks"
+
+
+def why_it_may_differ(xterm: XtermDriver, case: Case) -> str | None:
+    """Which of the two causes no snapshot can help a differing ``case`` may have, or
+    None. Past the edge: at the attach, everything xterm.js shows is equal, which rows
+    wrap included, and a resize follows; the difference comes from what it keeps
+    unseen past a smaller screen's edge (tab stops, a saved cursor row, a row's cells)
+    and shows on growing. The xterm.js fault: the stream made the screen shorter while
+    the alternate screen showed, or before it did, and that buffer kept its rows."""
+    before, after = case.split()
+    at_attach = run(xterm, replace(case, steps=before, attach=-1))
+    if at_attach.exact and not at_attach.wrapped and any(s[0] == "resize" for s in after):
+        return PAST_THE_EDGE
+    written, shrunk = b"", []  # the stream's bytes; where the screen got shorter
+    rows = case.rows
+    for kind, data, height in case.steps:
+        if kind == "write" and isinstance(data, bytes):
+            written += data
+        elif isinstance(height, int):
+            if height < rows:
+                shrunk.append(len(written))
+            rows = height
+    alternate = [
+        (m.start(), m.group(2) == b"h")
+        for m in re.finditer(rb"\x1b\[\?(47|1047|1049)([hl])", written)
+    ]
+    for at in shrunk:
+        shown_then = next((on for pos, on in reversed(alternate) if pos < at), False)
+        if shown_then or any(on and pos >= at for pos, on in alternate):
+            return SHORTER_ALTERNATE
+    return None
+
+
+def test_a_fault_of_the_snapshot_is_not_explained_away(
+    xterm: XtermDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`why_it_may_differ` names no cause for a snapshot that draws a wrong cell, with
+    a resize after the attach and a shorter screen (without the alternate one)."""
+    this = sys.modules[__name__]
+    real = this.snapshot_steps
+
+    def one_cell_wrong(case: Case) -> tuple[int, int, list[Step]]:
+        cols, rows, (first, *rest) = real(case)
+        assert isinstance(first[1], bytes) and b"hello" in first[1]
+        return cols, rows, [("write", first[1].replace(b"hello", b"hallo"), None), *rest]
+
+    steps: tuple[Step, ...] = (("write", b"hello", None), ("resize", 8, 3), ("resize", 9, 5))
+    case = Case("a wrong cell", 10, 4, steps, attach=2)
+    assert run(xterm, case).exact and why_it_may_differ(xterm, case) == PAST_THE_EDGE
+    monkeypatch.setattr(this, "snapshot_steps", one_cell_wrong)
+    assert not run(xterm, case).exact and why_it_may_differ(xterm, case) is None
 
 
 @pytest.mark.parametrize("resizes", [False, True], ids=["unresized", "resized"])
 def test_generated_streams_attached_cold_stay_as_close_to_the_live_view(
     xterm: XtermDriver, resizes: bool
 ) -> None:
-    results = [run(xterm, generated(seed, resizes=resizes)) for seed in range(GENERATED)]
+    cases = [generated(seed, resizes=resizes) for seed in range(GENERATED)]
+    results = [run(xterm, case) for case in cases]
+    # Every stream that differs has one of the causes no snapshot can help: what else
+    # differs is a fault of the snapshot (or a new fault of xterm.js, to be listed).
+    unexplained = [
+        f"{case.name}: {result.differences[:2]}"
+        for case, result in zip(cases, results, strict=True)
+        if not result.exact and why_it_may_differ(xterm, case) is None
+    ]
+    assert not unexplained, unexplained[:10]
     exact = sum(result.exact for result in results)
     share = sum(r.equal for r in results) / max(1, sum(r.cells for r in results))
     wrapped = sum(result.wrapped for result in results)
