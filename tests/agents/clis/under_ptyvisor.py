@@ -138,9 +138,13 @@ class AgentRun:
                             return change
                     await anyio.sleep(0.05)
         except TimeoutError:
+            screen = "(no answer)"
+            with anyio.move_on_after(scaled(5)):  # what the agent shows says why
+                screen = await self.screen()
             raise AssertionError(
                 f"no such activity change; phases so far: {self.phases}; "
-                f"last: {self.changes[-1] if self.changes else None}"
+                f"last: {self.changes[-1] if self.changes else None}; "
+                f"the screen shows:\n{screen}"
             ) from None
 
     async def wait_phase(self, phase: str, *, wait: float = 60, since: int = 0) -> ActivityChanged:
