@@ -6,6 +6,7 @@ The event mapping's main cases are in tests/agents/test_hooks.py."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,27 @@ def test_the_approval_left_by_its_notification_is_cleared_by_the_next_after_tool
         assert gemini_cli.map_event(after, 4) == [
             {"type": "activity", "phase": "working", "at": 4, "agent": "gemini-cli"}
         ]
+
+
+def test_what_the_session_plants_in_its_home_neither_holds_nor_redirects_the_hook(
+    home: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The session's program can write the home: a FIFO there would hold the hook (and
+    Gemini, which waits for it), a link would send the id to another file."""
+    call = home / gemini_cli.CALL_FILE
+    os.mkfifo(call)
+    gemini_cli.remember_call(request_digest("t", {}))  # returns: no reader needed
+    assert gemini_cli.answered_call() is None  # returns: no writer needed
+    call.unlink(missing_ok=True)  # read (nothing) and taken away, or left
+    elsewhere = tmp_path_factory.mktemp("user") / "profile"
+    elsewhere.write_text("the user's own")
+    call.symlink_to(elsewhere)
+    gemini_cli.remember_call(request_digest("t", {}))
+    assert elsewhere.read_text() == "the user's own"
+    assert gemini_cli.answered_call() is None
+    call.unlink()
+    call.write_text(request_digest("t", {}) + "x" * 10_000_000)  # only the id's length is read
+    assert gemini_cli.answered_call() is None
 
 
 def test_without_a_home_nothing_is_left(monkeypatch: pytest.MonkeyPatch) -> None:

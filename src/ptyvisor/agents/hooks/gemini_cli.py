@@ -116,25 +116,37 @@ def _call_file() -> str | None:
     return os.path.join(home, CALL_FILE) if home else None
 
 
+CALL_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""The session's program can write its home: a link there is not followed and a FIFO
+does not hold the hook (which Gemini waits for)."""
+
+
 def remember_call(ident: str) -> None:
     path = _call_file()
     if path is None:
         return
     try:  # not contextlib.suppress: contextlib imports collections (2 ms a hook run)
-        with open(path, "w") as file:
-            file.write(ident)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CALL_FILE_FLAGS, 0o600)
+        try:
+            os.write(fd, ident.encode())
+        finally:
+            os.close(fd)
     except OSError:
         pass
 
 
 def answered_call() -> str | None:
-    """The id `remember_call` left, taken away: the dialog it names is over."""
+    """The id `remember_call` left, taken away: the dialog it names is over. Only the
+    id's length is read: whatever else is there is no id."""
     path = _call_file()
     try:
         if path is None:
             return None
-        with open(path) as file:
-            ident = file.read().strip()
+        fd = os.open(path, os.O_RDONLY | CALL_FILE_FLAGS)
+        try:
+            ident = os.read(fd, 64).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
         os.unlink(path)
     except OSError:
         return None
