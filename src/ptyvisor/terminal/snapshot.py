@@ -177,6 +177,11 @@ def _forward(n: int) -> str:
     return "" if n <= 0 else f"{CSI}{n}C" if n > 1 else CSI + "C"
 
 
+def _erase(n: int) -> str:
+    """ECH over ``n`` cells from the cursor, which stays; shortest form, as `_forward`."""
+    return f"{CSI}{n}X" if n > 1 else CSI + "X"
+
+
 def line_ansi(line: Line, cols: int) -> str:
     """One line as text with SGR colours and attributes (no cursor movement, no
     trailing blanks): what ``capture --ansi`` prints, one line at a time."""
@@ -343,7 +348,7 @@ class _Writer:
                     out.append(_forward(gap))
                 resync = False
                 self.pen(cell)
-                out.append(f"{CSI}{run}X" if run > 1 else CSI + "X")
+                out.append(_erase(run))
                 gap = run  # ECH leaves the cursor where it is
                 x += run
                 continue
@@ -573,7 +578,7 @@ def _ascii_runs(w: _Writer, line: Line, cols: int, row: int | None = None) -> bo
                 w.out.append(_forward(skip))
                 skip = 0
             if erased:
-                w.out.append(f"{CSI}{count}X" if count > 1 else CSI + "X")
+                w.out.append(_erase(count))
                 skip = count
             else:
                 w.out.append(text[x : x + count])

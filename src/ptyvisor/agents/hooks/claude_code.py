@@ -138,13 +138,13 @@ def map_event(event: Mapping[str, Any], at: int, dialect: Dialect = CLAUDE) -> l
                 activity("working") if continued else submitted(dialect.agent, at, event),
             ]
         case "PreToolUse" if dialect.asks_before_pre_tool_use and not _asks(event, dialect):
-            return _tool_started(event, at, dialect, activity)
+            return _call_answered(event, at, dialect, activity)
         case "PreToolUse" if not subagent:
             return [activity("working")]
         case "PermissionRequest":
             return [interaction_frame(event, at, dialect)]
         case "PostToolUse" | "PostToolUseFailure":
-            return _tool_started(event, at, dialect, activity)
+            return _call_answered(event, at, dialect, activity)
         case "Notification":
             kind = str(event.get("notification_type", ""))
             if kind == "idle_prompt":
@@ -181,7 +181,7 @@ def _asks(event: Mapping[str, Any], dialect: Dialect) -> bool:
     return event.get("tool_name") == dialect.ask_tool
 
 
-def _tool_started(
+def _call_answered(
     event: Mapping[str, Any], at: int, dialect: Dialect, activity: Callable[[str], Payload]
 ) -> list[Payload]:
     """The call's approval or question is over (by its digest) and, in the main
