@@ -318,17 +318,18 @@ def terminal_lines(tab: Page) -> list[str]:
     return lines
 
 
-def wait_for_terminal(tab: Page, pattern: str, timeout: float = 15) -> list[str]:
-    """Wait until a line of the terminal matches ``pattern`` (a JavaScript regular
-    expression); returns the terminal's lines.
+def wait_for_terminal(tab: Page, pattern: str, timeout: float = 15, *, lines: int = 1) -> list[str]:
+    """Wait until ``lines`` lines of the terminal match ``pattern`` (a JavaScript
+    regular expression); returns the terminal's lines.
 
     Give ``wait_for_function`` a function (``"() => ..."``), never a bare expression:
     Playwright re-checks a bare expression with ``eval`` in the page, which the
     page's Content-Security-Policy forbids, so the wait fails whenever the condition
     is not already true on the first check (so only on a slow, busy machine)."""
     tab.wait_for_function(
-        "pattern => window.ptyvisorDebug.terminalLines().some(l => new RegExp(pattern).test(l))",
-        arg=pattern,
+        "([pattern, lines]) => window.ptyvisorDebug.terminalLines()"
+        ".filter(l => new RegExp(pattern).test(l)).length >= lines",
+        arg=[pattern, lines],
         timeout=scaled(timeout) * 1000,
     )
     return terminal_lines(tab)

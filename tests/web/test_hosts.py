@@ -90,8 +90,9 @@ def test_the_page_lists_another_machines_sessions_and_opens_one_there(
     page.locator(".xterm-helper-textarea").focus()
     page.keyboard.type("typed-on-the-page")
     page.keyboard.press("Enter")
-    # The program's echo (cat) as well as the terminal's: it came from far's PTY.
-    lines = terminal_shows(page, "^typed-on-the-page$", timeout=30)
+    # The program's echo (cat) as well as the terminal's: it came from far's PTY. The
+    # terminal's echo shows first; the wait is for both.
+    lines = terminal_shows(page, "^typed-on-the-page$", timeout=30, lines=2)
     assert lines.count("typed-on-the-page") == 2, lines
     # And this machine is one of the others now.
     expect(page.locator('.host[data-host="this machine"] .host-note')).to_have_text(

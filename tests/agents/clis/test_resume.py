@@ -20,6 +20,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio import to_thread
 
 from ptyvisor.client.client import Client
 from ptyvisor.server import records
@@ -98,6 +99,29 @@ async def recorded(state_dir: Path, session: str, native: str, *, wait: float = 
             if row is not None and row[0] == native:
                 return
             await anyio.sleep(0.05)
+
+
+async def persisted(home: Path, text: str, *, wait: float = 30) -> None:
+    """Wait until the agent has written ``text`` to a file of its own under ``home``.
+
+    An agent writes its conversation a moment after it draws it (Claude Code 2.1
+    queues transcript lines and flushes them on a timer): a reboot right after the
+    turn, under load, can lose the turn, and then the agent itself says "No
+    conversation found". The reboot this test stands for comes later than that."""
+
+    def found() -> bool:
+        needle = text.encode()
+        for path in home.rglob("*"):
+            with contextlib.suppress(OSError):
+                if path.is_file() and not path.is_symlink() and needle in path.read_bytes():
+                    return True
+        return False
+
+    with anyio.fail_after(scaled(wait)):
+        while True:
+            if await to_thread.run_sync(found):
+                return
+            await anyio.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -202,6 +226,7 @@ async def test_resume_after_a_reboot(agent: str, tmp_path: Path) -> None:
             # Records are committed a moment after a change (records.FLUSH_SECONDS):
             # the reboot comes once the id is on disk, as one a while later would.
             await recorded(tmp_path / "state", old, native)
+            await persisted(home, "FIRST-DONE")
             first.kill_everything()
         finally:
             first.stop()
