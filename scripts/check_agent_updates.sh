@@ -18,13 +18,14 @@ root=$(dirname "$here")
 python=${PYTHON:-$root/.venv/bin/python}
 cache=${PTYVISOR_AGENTS_DIR_NEWEST:-$HOME/.cache/ptyvisor/agents-newest}
 
-# package -> agent name the tests use (node and bun are runtimes, not agents).
+# package -> agent name the tests use (node and bun are runtimes, not agents;
+# @factory/cli-linux-x64 is droid's binary, moved with its pin by hand).
 declare -A AGENT_OF=(
     ["@anthropic-ai/claude-code"]=claude-code ["@openai/codex"]=codex
     ["opencode-ai"]=opencode ["@kilocode/cli"]=kilo
     ["@earendil-works/pi-coding-agent"]=pi ["@google/gemini-cli"]=gemini-cli
     ["@qwen-code/qwen-code"]=qwen-code ["@github/copilot"]=copilot
-    ["@oh-my-pi/pi-coding-agent"]=oh-my-pi
+    ["@oh-my-pi/pi-coding-agent"]=oh-my-pi ["@factory/cli"]=droid
 )
 wanted=("$@")
 

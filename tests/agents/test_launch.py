@@ -18,6 +18,7 @@ from ptyvisor.agents.launch import (
     CODEX_EVENTS,
     COPILOT_EVENTS,
     DECISION_TIMEOUT_SECONDS,
+    DROID_EVENTS,
     GEMINI_EVENTS,
     AgentName,
     extensions_dir,
@@ -238,6 +239,40 @@ def test_copilot_gets_a_session_plugin_running_our_hook_per_event(tmp_path: Path
     # A second start of the same session (a restart) rewrites the same folder.
     assert launch("copilot", [], session_dir=tmp_path).argv[2] == str(plugin)
     assert resume_args("copilot", UUID) == [f"--resume={UUID}"]
+
+
+def test_droid_gets_a_runtime_settings_file_with_our_hook_per_event(tmp_path: Path) -> None:
+    """``--settings`` is a layer for this run only, its hooks added to the user's; a
+    ``--settings`` of the user's own is read into the session's file, never written."""
+    started = launch("droid", ["--auto", "low"], session_dir=tmp_path, resume=UUID)
+    assert started.argv[:2] == ["droid", "--settings"]
+    file = Path(started.argv[2])
+    assert started.argv[3:] == ["--auto", "low", f"--resume={UUID}"]
+    assert started.env == {}
+    hooks = json.loads(file.read_text())["hooks"]
+    assert list(hooks) == list(DROID_EVENTS)
+    for (entry,) in hooks.values():
+        (hook,) = entry["hooks"]
+        assert shlex.split(hook["command"]) == hook_argv("droid")
+    theirs = tmp_path / "theirs.json"
+    mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
+    theirs.write_text(json.dumps({**mine, "customModels": [{"model": "m"}]}))
+    before = theirs.read_text()
+    for given in (["--settings", str(theirs)], [f"--settings={theirs}"]):
+        started = launch("droid", ["-x", *given], session_dir=tmp_path / "s")
+        assert started.argv[3:] == ["-x"]
+        merged = json.loads(Path(started.argv[2]).read_text())
+        assert merged["customModels"] == [{"model": "m"}]
+        stop = merged["hooks"]["Stop"]
+        assert stop[0] == mine["hooks"]["Stop"][0] and len(stop) == 2
+        assert set(merged["hooks"]) == set(DROID_EVENTS)
+    assert theirs.read_text() == before
+    # One Droid cannot read is passed on as it is, for Droid to report.
+    broken = tmp_path / "broken.json"
+    broken.write_text("{nope")
+    started = launch("droid", ["--settings", str(broken)], session_dir=tmp_path / "b")
+    assert started.argv == ["droid", "--settings", str(broken)]
+    assert resume_args("droid", UUID) == [f"--resume={UUID}"]
 
 
 UUID = "7c70be05-d2f2-46d2-a042-f558b1353317"

@@ -15,6 +15,7 @@ settings keep working beside ours.
 | gemini-cli | ``GEMINI_CLI_HOME`` = a session home: the user's ``.gemini`` + our hooks |
 | qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
 | copilot | ``--plugin-dir <session folder>``: a plugin whose ``hooks.json`` runs ours |
+| droid | ``--settings <session file>``: a runtime settings layer holding our hooks |
 
 Gemini CLI 0.61 reads settings from ``~/.gemini`` (``GEMINI_CLI_HOME`` moves that
 home), the project, and system files it skips unless root owns them; it has no flag
@@ -35,6 +36,11 @@ plugins; ``--plugin-dir`` adds a plugin for one run without installing it, so th
 session gets a plugin folder of its own holding only a ``hooks.json``. Copilot's hook
 payloads do not name their event, so each event's entry passes its name as an
 argument.
+
+Factory Droid 0.225 takes ``--settings FILE``, a settings layer "merged for this
+process only", above the user's, project's and org's, whose hooks are added to theirs.
+A user who passes ``--settings`` themselves gets the session's copy of their file with
+our hooks added (`droid_settings`): theirs is read, never written.
 
 Codex asks the user to review a new hook before running it; ptyvisor's hook is a
 fixed command it ships, so it takes that step for the user (documented in
@@ -67,6 +73,7 @@ AgentName = Literal[
     "gemini-cli",
     "qwen-code",
     "copilot",
+    "droid",
 ]
 AGENTS: tuple[AgentName, ...] = get_args(AgentName)
 
@@ -80,6 +87,7 @@ PROGRAMS: dict[AgentName, str] = {
     "gemini-cli": "gemini",
     "qwen-code": "qwen",
     "copilot": "copilot",
+    "droid": "droid",
 }
 """Each agent's program, as its package installs it."""
 
@@ -137,6 +145,17 @@ COPILOT_EVENTS = (
     "agentStop",
     "sessionEnd",
 )
+DROID_EVENTS = (
+    # Not PreToolUse: it comes before Droid decides whether to ask, and the dialog's
+    # Notification finds the call in the transcript (hooks/droid.py). Not
+    # SubagentStop: its payload has no id of the subagent's requests.
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "Notification",
+    "Stop",
+    "SessionEnd",
+)
 HOOK_TIMEOUT_SECONDS = 10
 DECISION_TIMEOUT_SECONDS = 24 * 60 * 60
 CODEX_DECISION_TIMEOUT_SECONDS = 30
@@ -167,6 +186,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "gemini-cli": True,  # SessionStart, held until READY_SCREEN shows
     "qwen-code": True,  # SessionStart, a little early: held until READY_SCREEN shows
     "copilot": False,  # sessionStart comes with the first prompt
+    "droid": True,  # SessionStart as the TUI comes up (after its folder-trust dialog)
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
 ptyvisor calls the session Ready when the screen shows its input prompt
@@ -187,6 +207,9 @@ READY_SCREEN: dict[str, str] = {
     "copilot": r"(?m)^\u276f.*\n.*\n.*/ commands \u00b7 \? help",
     # The status line that tops the editor: Pi's mark, then the model's segment.
     "oh-my-pi": r"(?m)^ \u03c0 > ",
+    # The input box's first row and bottom border, over the footer's help hint (a
+    # resumed Droid puts the session's age before it: "[⏱ 7s] ? for help").
+    "droid": r"(?m)^\u2502 > .*\n\u2570.*\n.*\? for help",
 }
 """An agent's input prompt, drawn: a regex searched in the headless terminal's visible
 rows joined by newlines, while the session is ``starting``. For an agent that cannot
@@ -205,6 +228,9 @@ STARTUP_DIALOG: dict[str, str] = {
     "copilot": r"Confirm folder trust",
     # oh-my-pi 18.2's first-run wizard: a splash, then its steps, after session_start.
     "oh-my-pi": r"press enter to skip|Setup step \d+ of \d+",
+    # Droid 0.225 asks before its first start in a folder (trust is kept in the user's
+    # own settings; SessionStart comes once it is answered).
+    "droid": r"Trust this folder\?",
 }
 """A dialog an agent draws before its input prompt, waiting for the user: searched
 like `READY_SCREEN`. While it shows, the session needs input, with the matched text as
@@ -475,6 +501,34 @@ def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
     return home
 
 
+def droid_settings(folder: Path, args: Sequence[str]) -> tuple[Path, list[str]]:
+    """The session's ``--settings`` file for Droid, and ``args`` without the user's own
+    ``--settings`` option: their file's content (read, never written), with our
+    hooks added to each event's. An unreadable file of theirs is passed on as it is,
+    and the session goes unreported (as Droid would report it)."""
+    rest: list[str] = []
+    theirs: str | None = None
+    words = iter(args)
+    for word in words:
+        if word == "--settings":
+            theirs = next(words, None)
+        elif word.startswith("--settings="):
+            theirs = word.split("=", 1)[1]
+        else:
+            rest.append(word)
+    user = read_jsonc(Path(theirs)) if theirs else {}
+    if user is None:
+        return Path(str(theirs)), rest
+    entry = {"type": "command", "command": hook_command("droid"), "timeout": HOOK_TIMEOUT_SECONDS}
+    ours: dict[str, list[object]] = {
+        event: [{"matcher": "*", "hooks": [entry]}] for event in DROID_EVENTS
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "settings.json"
+    path.write_text(json.dumps(with_our_hooks(user, ours), indent=2) + "\n")
+    return path, rest
+
+
 def copilot_plugin(folder: Path) -> Path:
     """A plugin folder for ``copilot --plugin-dir``: a manifest and a ``hooks.json``
     running our hook on every event we report, the event's name as its argument."""
@@ -563,6 +617,9 @@ def launch(
         case "copilot":
             plugin = copilot_plugin(session_dir / "copilot")
             return Launch(["copilot", "--plugin-dir", str(plugin), *args, *extra])
+        case "droid":
+            file, rest = droid_settings(session_dir / "droid", args)
+            return Launch(["droid", "--settings", str(file), *rest, *extra])
         case "gemini-cli":
             environment = os.environ if env is None else env
             home = gemini_home(session_dir, environment)
@@ -593,12 +650,14 @@ RESUME_OPTION: dict[AgentName, str] = {
     "pi": "--session",
     "oh-my-pi": "--resume",
     "copilot": "--resume",
+    "droid": "--resume",
 }
 """Each agent's option to continue a conversation (Codex's is the subcommand
 ``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
 1.18 and Kilo 7.7 (``--session``), Pi 1.6 (a session UUID or a prefix of it), Gemini CLI 0.61
 (``--resume <uuid>``), Qwen Code 0.24, Copilot CLI 1.0 (``--resume=<uuid>``, as it
-prints on exit), oh-my-pi 18.2 (``--resume=<id or prefix>``)."""
+prints on exit), oh-my-pi 18.2 (``--resume=<id or prefix>``), Droid 0.225
+(``--resume=<session id>``)."""
 SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
 """Agents whose parser takes no ``--option=value``: Pi (0.73 and 1.6) reads ``--session=x``
 as an unknown flag for its extensions. Their id goes as the next word, which

@@ -74,12 +74,13 @@ NATIVE_ID_SHAPES: dict[str, re.Pattern[str]] = {
     "pi": re.compile(_UUID),
     "oh-my-pi": re.compile(_UUID),  # Bun.randomUUIDv7()
     "copilot": re.compile(_UUID),
+    "droid": re.compile(_UUID),
     "opencode": re.compile(r"ses_[A-Za-z0-9]{1,64}"),
     "kilo": re.compile(r"ses_[A-Za-z0-9]{1,64}"),
 }
 """The conversation ids each agent reports (use with ``fullmatch``), as the pinned
-versions make them: Claude Code, Gemini CLI, Qwen Code, Pi, oh-my-pi and Copilot a
-session UUID, Codex its thread's UUID, OpenCode ``ses_`` and base62."""
+versions make them: Claude Code, Gemini CLI, Qwen Code, Pi, oh-my-pi, Copilot and Droid
+a session UUID, Codex its thread's UUID, OpenCode ``ses_`` and base62."""
 
 GENERIC_NATIVE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@-]{0,255}")
 """What any agent's id may look like (an agent ptyvisor does not launch, or a frame

@@ -21,6 +21,7 @@ MAPPERS = {
     "gemini-cli": "ptyvisor.agents.hooks.gemini_cli",
     "qwen-code": "ptyvisor.agents.hooks.qwen_code",
     "copilot": "ptyvisor.agents.hooks.copilot",
+    "droid": "ptyvisor.agents.hooks.droid",
 }
 MAX_EVENT_NAME = 64
 
