@@ -69,6 +69,7 @@ ASK_TOOLS: dict[str, str] = {
     "gemini-cli": "ask_user",
     "qwen-code": "ask_user_question",
     "copilot": "ask_user",
+    "droid": "AskUser",
 }
 """Each agent's own tool for asking the user a multiple-choice question (Pi has none)."""
 SHELL_TOOLS: dict[str, str] = {
@@ -81,6 +82,7 @@ SHELL_TOOLS: dict[str, str] = {
     "gemini-cli": "run_shell_command",
     "qwen-code": "run_shell_command",
     "copilot": "bash",
+    "droid": "Execute",
 }
 """Each agent's shell tool, as named in the ``tools`` list it sends."""
 
@@ -187,6 +189,14 @@ class Reply:
             }
         elif agent in ("pi", "oh-my-pi"):
             arguments = {"command": command}
+        elif agent == "droid":
+            # Its summary must be a capitalised 3-8 words; "medium" risk asks by default.
+            arguments = {
+                "command": command,
+                "summary": description if len(description.split()) >= 3 else "Run the command",
+                "riskLevelReason": description,
+                "riskLevel": "medium",
+            }
         else:
             raise ValueError(f"unknown agent {agent!r}")
         return cls.tool(SHELL_TOOLS[agent], arguments, call_id=call_id)
@@ -220,6 +230,11 @@ class Reply:
             q = {"question": question, "header": header, "options": described}
         elif agent == "gemini-cli":
             q = {"question": question, "header": header, "type": "choice", "options": described}
+        elif agent == "droid":
+            # One text: a numbered [question] line, its [topic], an [option] a line.
+            lines = [f"1. [question] {question}", f"[topic] {header}"]
+            lines += [f"[option] {label}" for label in options]
+            return cls.tool(ASK_TOOLS[agent], {"questionnaire": "\n".join(lines)}, call_id=call_id)
         elif agent == "copilot":
             # An elicitation form: one string field whose enum is the choices.
             field_ = {"type": "string", "title": header, "enum": options}

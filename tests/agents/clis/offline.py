@@ -337,6 +337,42 @@ def _copilot(env: dict[str, str], home: Path, project: Path, url: str) -> list[s
     return []
 
 
+def _droid(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    """Factory Droid with no login: airgap mode and a custom model. Its folder-trust
+    dialog reads trust from the user's settings only, where the project is trusted."""
+    env.update(
+        {
+            "FACTORY_HOME_OVERRIDE": str(home),
+            "FACTORY_AIRGAP_ENABLED": "true",
+            # Even in airgap mode a background sync calls api.factory.ai; a port
+            # nobody listens on fails it at once (never the fake model's: it would
+            # count as an unexpected request).
+            "FACTORY_API_BASE_URL": "http://127.0.0.1:9",
+            "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false",
+        }
+    )
+    model = {
+        "id": "custom:fake-model",
+        "model": MODEL,
+        "displayName": "Fake model",
+        "baseUrl": f"{url}/v1",
+        "apiKey": API_KEY,
+        "provider": "generic-chat-completion-api",
+        "maxOutputTokens": 8192,
+        "noImageSupport": True,
+    }
+    _write_json(
+        home / ".factory" / "settings.json",
+        {
+            "customModels": [model],
+            "sessionDefaultSettings": {"model": "custom:fake-model", "autonomyMode": "normal"},
+            "trustedFolders": {str(project): {"trustedAt": "2026-01-01T00:00:00.000Z"}},
+            "logoAnimation": "off",
+        },
+    )
+    return []
+
+
 _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "claude-code": _claude_code,
     "codex": _codex,
@@ -347,6 +383,7 @@ _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "gemini-cli": _gemini_cli,
     "qwen-code": _qwen_code,
     "copilot": _copilot,
+    "droid": _droid,
 }
 
 

@@ -33,6 +33,7 @@ PROMPT_SHOWN: dict[str, Screen] = {
     "qwen-code": "Type your message",
     "copilot": lambda s: "/ commands" in s and "fake-model" in s,
     "oh-my-pi": lambda s: " \u03c0 > " in s and "Fake model" in s,
+    "droid": lambda s: "? for help" in s and "Fake model" in s,
 }
 """Each agent's input prompt, drawn and empty: the earliest the TUI can visibly take keys."""
 
@@ -164,7 +165,7 @@ async def quit_agent(run: AgentRun, agent: str) -> None:
             await run.type("\x03")
             await run.wait_screen("Press Ctrl-C again to exit", wait=10)
             await run.type("\x03")
-        case "gemini-cli" | "qwen-code":
+        case "gemini-cli" | "qwen-code" | "droid":
             await run.type("\x03")
             await run.wait_screen("again to exit", wait=10)
             await run.type("\x03")

@@ -86,6 +86,7 @@ KEYS: dict[str, Keys] = {
         approval="Allow execution of [Shell]?", quit=ctrl_c_twice("again to exit"), enter_after=0.1
     ),
     "qwen-code": Keys(approval="Allow execution", quit=ctrl_c_twice("again to exit")),
+    "droid": Keys(approval="Command to approve", quit=ctrl_c_twice("again to exit")),
     "copilot": Keys(
         approval="Do you want to run this command?",
         quit=((CTRL_D, None),),

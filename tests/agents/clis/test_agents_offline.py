@@ -145,6 +145,23 @@ starting the 197 MB native ``@github/copilot-linux-x64``)
     responded: Blue``. A 403 fails the turn at once. Quit: Ctrl-D on an empty prompt
     exits 0, printing ``copilot --resume=<uuid>``.
 
+Factory Droid 0.225.2 (``droid`` from ``@factory/cli`` 0.225.1 with
+``@factory/cli-linux-x64`` 0.225.2: a 254 MB Bun binary, no Node at run time)
+    No login: ``FACTORY_AIRGAP_ENABLED=true``, a custom model in its settings
+    (``provider: generic-chat-completion-api``, ``baseUrl`` ending in ``/v1``) and
+    ``FACTORY_API_BASE_URL`` at a closed port (a background sync calls
+    api.factory.ai even in airgap mode). Start-up: about 2 s to its logo and an input
+    box (``> Try "..."``) over a ``? for help`` footer; the project must be in the
+    user settings' ``trustedFolders`` or a "Trust this folder?" dialog comes first.
+    Sends ``POST /v1/chat/completions`` (stream; a title request without tools
+    first). Shell tool: ``Execute`` ``{"command", "summary" (3-8 words, capitalised),
+    "riskLevelReason", "riskLevel"}``; above its autonomy level ("Auto (Off)" by
+    default) it asks "Command to approve" with "Yes, allow" selected; Enter approves.
+    Question: ``AskUser`` takes one text (``1. [question] ...``, ``[topic]``,
+    ``[option]`` lines); Down + Enter picks; the result text is ``1. [question] ...
+    [answer] Blue``. A 403 fails the turn at once ("BYOK Error: 403 ..."). Quit:
+    Ctrl-C on an empty prompt, then a second one.
+
 All of them answer the fake server's SSE without complaint; none calls ``/models`` or
 probes ``/``. Every TUI sends DA1 and/or CPR queries, answered here through
 ``HeadlessTerminal``'s ``on_reply``.

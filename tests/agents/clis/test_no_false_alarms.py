@@ -48,6 +48,9 @@ WAYS: list[tuple[str, str, list[str], Configure | None]] = [
     ("copilot", "read-only command", [], None),
     ("copilot", "allowed tool", ["--allow-tool", "shell"], None),
     ("copilot", "allow all tools", ["--allow-all-tools"], None),
+    # Droid asks for a command above its autonomy level (the fake command is "medium").
+    ("droid", "auto medium", ["--auto", "medium"], None),
+    ("droid", "auto high", ["--auto", "high"], None),
     ("oh-my-pi", "yolo mode, its default", [], None),
     ("oh-my-pi", "auto-approve", ["--auto-approve"], None),
 ]

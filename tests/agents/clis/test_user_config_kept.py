@@ -85,6 +85,17 @@ def qwen_user_hook(home: Path, marker: Path) -> list[Path]:
     return [settings]
 
 
+def droid_user_hook(home: Path, marker: Path) -> list[Path]:
+    """Droid's user hooks file (``~/.factory/hooks.json``: the events at its top, no
+    ``hooks`` key), beside the settings the offline run writes (which Droid itself
+    rewrites: not the user's here)."""
+    hooks = home / ".factory" / "hooks.json"
+    hooks.parent.mkdir(parents=True, exist_ok=True)
+    hook = {"type": "command", "command": f"touch {marker}"}
+    hooks.write_text(json.dumps({"SessionStart": [{"hooks": [hook]}]}))
+    return [hooks]
+
+
 USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
     "claude-code": claude_user_hook,
     "opencode": opencode_user_plugin,
@@ -93,6 +104,7 @@ USER_CONFIG: dict[str, Callable[[Path, Path], list[Path]]] = {
     "oh-my-pi": oh_my_pi_user_extension,
     "gemini-cli": gemini_user_hook,
     "qwen-code": qwen_user_hook,
+    "droid": droid_user_hook,
 }
 
 
@@ -151,3 +163,22 @@ async def test_users_own_copilot_hooks_still_run(tmp_path: Path) -> None:
         await run.wait_screen("hello back", wait=30)
         model.assert_no_unexpected()
     assert hooks.read_bytes() == before
+
+
+async def test_a_droid_users_own_settings_file_still_counts(tmp_path: Path) -> None:
+    """A ``--settings`` file the user passes is read into the session's (one option
+    only: Droid takes the last), its hooks run beside ours, and it is not written."""
+    marker = tmp_path / "user-settings-ran"
+    theirs = tmp_path / "mine.json"
+    hook = {"type": "command", "command": f"touch {marker}"}
+    theirs.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}}))
+    before = theirs.read_bytes()
+    args = ["--settings", str(theirs)]
+    async with (
+        FakeModelServer() as model,
+        agent_session("droid", tmp_path, model, args=args) as run,
+    ):
+        await run.wait_phase("waiting", wait=90)  # ours reported Ready, and theirs ran:
+        await ran(marker)
+        model.assert_no_unexpected()
+    assert theirs.read_bytes() == before
