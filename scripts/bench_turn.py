@@ -7,9 +7,9 @@ offline, with its tools allowed (no approval asked); the model answers the promp
 timed from the Enter to the model's last request (the one carrying the 20th result),
 so drawing the answer is not in it. ``--delay`` makes the model take that long per
 reply, as a real one does (an instant fake model makes the hooks' share look largest).
-"with" is ``spawn --agent`` (our hooks on every event: around each tool call, twice
-for Claude Code); "without" is the same program started as a plain command; and
-"`true` hooks" is ``spawn --agent`` with each of our hook commands
+"with" is ``spawn --agent`` (our hooks on every event: one or two runs per tool
+call, as each extension's README says); "without" is the same program started as a
+plain command; and "`true` hooks" is ``spawn --agent`` with each of our hook commands
 replaced by ``true`` (the same events, the same settings): what the agent itself
 spends on running a hook, which no hook of ours can go below. The modes alternate
 run by run, so a busy machine slows them alike; read the ratios of the medians.
@@ -17,7 +17,8 @@ run by run, so a busy machine slows them alike; read the ratios of the medians.
     .venv/bin/python scripts/bench_turn.py [--runs N] [--calls 20] [agent ...]
 
 Needs the pinned agent CLIs (scripts/install_agents.sh). Default agents: those whose
-extension is a command hook (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI);
+extension is a command hook (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI,
+Factory Droid);
 OpenCode's and Pi's run in-process.
 """
 
@@ -56,6 +57,7 @@ ALLOW_TOOLS: dict[str, list[str]] = {
     "gemini-cli": ["--approval-mode", "yolo"],
     "qwen-code": ["--approval-mode", "yolo"],
     "copilot": ["--allow-all-tools"],
+    "droid": ["--auto", "high"],
 }
 """Each agent's way to run the shell tool without asking."""
 PROMPT = "Run the twenty steps"

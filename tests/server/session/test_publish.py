@@ -42,7 +42,9 @@ def report(phase: str, **fields: object) -> dict[str, object]:
 
 async def test_a_change_is_told_once_and_no_change_is_not_told(tmp_path: Path) -> None:
     async with running(["sh", "-c", WRITER], tmp_path, agent="claude-code") as (session, listener):
-        await written(session, listener, tmp_path / "a", report("working"))
+        # Later than the start, even in the millisecond it began: ``since`` changes too.
+        began = session.summary().activity.since
+        await written(session, listener, tmp_path / "a", report("working", at=began + 1))
         [first] = activity_events(listener)
         assert first["activity"]["phase"] == "working"  # type: ignore[index]
         changed = first["changed"]
