@@ -79,10 +79,12 @@ TOOL_CALLS = {
     "claude-code": "PreToolUse",
     "qwen-code": "PreToolUse",
     "codex": "PreToolUse",
-    "gemini-cli": "BeforeTool",
+    "gemini-cli": "AfterTool",
     "copilot": "preToolUse",
+    "droid": "PostToolUse",
 }
-"""The hook every agent runs around each tool call."""
+"""A hook each agent runs for every tool call (Gemini CLI and Droid run only that one:
+their extension READMEs say why)."""
 
 
 def main() -> None:

@@ -628,6 +628,16 @@ def test_a_key_interrupts_a_turn_and_the_exit_is_final() -> None:
     assert kinds(rules.handle(frame(type="activity", phase="working", at=5000))) == ["Stale"]
 
 
+def test_ctrl_c_does_not_end_a_turn_of_an_agent_that_works_on_after_it() -> None:
+    """Droid takes Ctrl-C in a turn as the first of two to exit; Esc ends the turn."""
+    rules = ActivityRules(1000, agent="droid")
+    rules.handle(frame(type="activity", phase="working", at=2000))
+    assert rules.handle(KeyTyped(b"\x03", 2500)) == []
+    assert rules.activity.phase is ActivityPhase.WORKING
+    assert kinds(rules.handle(KeyTyped(b"\x1b", 3000))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.reason) == (ActivityPhase.WAITING, "interrupted")
+
+
 def test_a_conversation_id_not_of_the_agents_kind_is_refused_not_the_frame() -> None:
     rules = ActivityRules(1000, agent="claude-code")
     effects = rules.handle(

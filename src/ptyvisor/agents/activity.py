@@ -63,6 +63,7 @@ from ptyvisor.agents.failures import failure_reason
 from ptyvisor.agents.interaction import Interaction
 from ptyvisor.agents.launch import (
     BUSY_SCREEN,
+    CTRL_C_KEEPS_THE_TURN,
     READY_SCREEN,
     REPORTS_STARTUP,
     STARTUP_DIALOG,
@@ -662,8 +663,9 @@ STARTUP_QUIET_MS = 1000
 """An agent that cannot report Ready, and whose input prompt does not show (a dialog of
 its own), is called Ready after this much start-up quiet."""
 INTERRUPTS = (b"\x1b", b"\x03")
-"""Esc on its own, or Ctrl-C anywhere in what was typed: no agent reports the end of
-a turn they interrupt, so the keystroke itself ends it."""
+"""Esc on its own, or Ctrl-C anywhere in what was typed (but for an agent that works on
+after it, `launch.CTRL_C_KEEPS_THE_TURN`): no agent reports the end of a turn they
+interrupt, so the keystroke itself ends it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -898,7 +900,8 @@ class ActivityRules:
                 return self._tick(event)
             case KeyTyped(data=data, at=at):
                 interrupt = self.agent is not None and (
-                    data == INTERRUPTS[0] or INTERRUPTS[1] in data
+                    data == INTERRUPTS[0]
+                    or (INTERRUPTS[1] in data and self.agent not in CTRL_C_KEEPS_THE_TURN)
                 )
                 # An interrupt ends an agent's turn; any key answers a notification.
                 changed = interrupt and self.tracker.interrupted(at)

@@ -273,6 +273,12 @@ the turn late (see activity.BusyLine). Checked against Codex 0.171 (its first ho
 A translated TUI does not match, and its turn shows when the extension reports it."""
 
 
+CTRL_C_KEEPS_THE_TURN: frozenset[str] = frozenset({"droid"})
+"""Agents for which Ctrl-C during a turn does not end it (only Esc does): Droid 0.225
+takes it as the first of two presses to exit and works on (checked against the real
+TUI, tests/agents/clis/test_droid_e2e.py)."""
+
+
 SUBMIT_GAP: dict[str, float] = {"gemini-cli": 0.1}
 """Seconds an Enter must follow the keys before it, for an agent that loses one typed
 sooner (server/session/typed_input.py holds it back). Gemini CLI 0.61.0, in its bundle:

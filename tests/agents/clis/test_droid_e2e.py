@@ -19,6 +19,7 @@ import pytest
 
 from tests.agents.clis.fake_model import Reply
 from tests.agents.clis.scenarios import (
+    CTRL_C,
     Session,
     answered_only_by_keys,
     in_a_user_text,
@@ -78,3 +79,23 @@ async def test_droid_interrupt_end_to_end(tmp_path: Path) -> None:
             hooks_after=1,
         )
         assert "LATE-1" not in await run.screen()
+
+
+@pytest.mark.timeout(150, func_only=True)
+async def test_ctrl_c_does_not_end_a_droid_turn(tmp_path: Path) -> None:
+    """Ctrl-C during a turn asks for a second press to exit, and Droid works on: the
+    session stays ``working`` until the turn's own end, with no alarm."""
+    async with started(AGENT, tmp_path) as run:
+        run.model.script(replace(Reply.text("Answered anyway LATE-2"), delay=4.0))
+        mark = run.mark()
+        await run.submit("Take your time")
+        await run.wait_phase("working", since=mark)
+        await run.scripted_request(0, "the slow request")
+        await run.wait_screen(BUSY, wait=10)
+        await run.type(CTRL_C)
+        await run.wait_screen("again to exit", wait=10)
+        await run.wait_screen("LATE-2", wait=30)
+        await run.wait_phase("waiting", since=mark + 1, wait=30)
+        assert run.phases == ["starting", "waiting", "working", "waiting"], run.phases
+        assert run.changes[-1].activity.reason is None
+        await run.assert_clean()
