@@ -6,6 +6,7 @@ tests/agents/clis/test_droid_e2e.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,19 @@ def test_only_the_transcripts_tail_is_read(tmp_path: Path) -> None:
     assert droid.pending_call(path, question=False) is None
     path = transcript(tmp_path, filler, old)
     assert droid.pending_call(path, question=False) == ("Execute", {"command": "ls"})
+
+
+def test_a_fifo_or_folder_as_transcript_neither_holds_the_hook_nor_is_read(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        (frame,) = droid.map_event(
+            event("Notification", str(path), notification_type="permission_prompt"), 1
+        )
+        assert frame["phase"] == "needs_input"
+        assert droid.turn_error(str(path), "e1") is None
 
 
 @settings(

@@ -29,6 +29,8 @@ Droid runs Claude Code's hooks (format, payload fields, ``sh -c``, awaited), so
 
 from __future__ import annotations
 
+import os
+import stat
 from _collections_abc import Mapping  # collections.abc, without collections (2 ms)
 
 from ptyvisor.agents.hooks import claude_code, normalise
@@ -146,12 +148,17 @@ def _tail(transcript: object) -> list[Mapping[str, Any]]:
     """The transcript's last records, oldest first; none if it cannot be read."""
     if not isinstance(transcript, str) or not transcript:
         return []
-    try:
-        with open(transcript, "rb") as file:
-            size = file.seek(0, 2)
-            file.seek(max(0, size - TRANSCRIPT_TAIL))
-            tail = file.read(TRANSCRIPT_TAIL).decode("utf-8", "replace")
-    except OSError:
+    try:  # a FIFO planted there neither holds the hook (Droid waits for it) nor is read
+        fd = os.open(transcript, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return []
+            size = os.lseek(fd, 0, os.SEEK_END)
+            os.lseek(fd, max(0, size - TRANSCRIPT_TAIL), os.SEEK_SET)
+            tail = os.read(fd, TRANSCRIPT_TAIL).decode("utf-8", "replace")
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
         return []
     records: list[Mapping[str, Any]] = []
     for line in tail.splitlines():
