@@ -202,6 +202,17 @@ def test_gemini_is_not_made_headless_by_a_server_started_in_ci(tmp_path: Path) -
     assert "CI" not in calm.env and "GITHUB_ACTIONS" not in calm.env
 
 
+def test_droid_draws_its_tui_under_a_server_started_in_ci(tmp_path: Path) -> None:
+    """Droid draws only its logo when CI or CONTINUOUS_INTEGRATION is set to anything
+    but ``0`` or ``false`` (checked against the real TUI, test_droid_e2e.py under CI)."""
+    for value in ("true", "1", "yes"):
+        env = {"CI": value, "CONTINUOUS_INTEGRATION": value, "GITHUB_ACTIONS": "true"}
+        started = launch("droid", [], session_dir=tmp_path, env=env)
+        assert started.env == {"CI": "0", "CONTINUOUS_INTEGRATION": "0"}, value
+    for calm in ({}, {"CI": "0"}, {"CI": "false", "CONTINUOUS_INTEGRATION": "0"}):
+        assert launch("droid", [], session_dir=tmp_path, env=calm).env == {}, calm
+
+
 def test_oh_my_pi_loads_pis_extension_in_its_tui_only(tmp_path: Path) -> None:
     """oh-my-pi (a Pi fork) takes Pi's extension with ``-e``; its machine modes and
     its subcommands (``acp`` speaks a protocol on stdout) get none. It resumes with
@@ -244,7 +255,7 @@ def test_copilot_gets_a_session_plugin_running_our_hook_per_event(tmp_path: Path
 def test_droid_gets_a_runtime_settings_file_with_our_hook_per_event(tmp_path: Path) -> None:
     """``--settings`` is a layer for this run only, its hooks added to the user's; a
     ``--settings`` of the user's own is read into the session's file, never written."""
-    started = launch("droid", ["--auto", "low"], session_dir=tmp_path, resume=UUID)
+    started = launch("droid", ["--auto", "low"], session_dir=tmp_path, resume=UUID, env={})
     assert started.argv[:2] == ["droid", "--settings"]
     file = Path(started.argv[2])
     assert started.argv[3:] == ["--auto", "low", f"--resume={UUID}"]

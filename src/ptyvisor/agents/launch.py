@@ -462,16 +462,40 @@ GEMINI_STATE_DIRS = ("tmp",)
 (and resumable) rather than the session folder's."""
 
 
-GEMINI_HEADLESS_IF_TRUE = ("CI", "GITHUB_ACTIONS")
-"""Gemini CLI 0.61 runs headless (no TUI: "No input provided via stdin", exit 42)
-when either is exactly ``true``, whatever its terminal."""
+@dataclass(frozen=True)
+class CiRule:
+    """Which variables make an agent give up its TUI when set in a server's
+    environment, and how they are passed on instead: under ptyvisor an agent always
+    has a terminal, whatever the server was started from (a CI job, a GitHub Actions
+    runner). ``counts``: the values the agent takes for "in CI" (None: any but ``0``
+    and ``false``); ``instead``: the value such a variable reaches the agent with."""
+
+    variables: tuple[str, ...]
+    counts: frozenset[str] | None
+    instead: str
 
 
-def gemini_not_headless(env: Mapping[str, str]) -> dict[str, str]:
-    """Under ptyvisor Gemini always has a terminal, so a server started in CI (or from
-    a GitHub Actions job) must not make it headless: such a variable is passed on as
-    ``1``, which Gemini does not take for ``true`` and CI detectors still take for set."""
-    return {name: "1" for name in GEMINI_HEADLESS_IF_TRUE if env.get(name) == "true"}
+TERMINAL_IN_CI: dict[str, CiRule] = {
+    # Gemini CLI 0.61 runs headless ("No input provided via stdin", exit 42) when either
+    # is exactly "true": "1" is still set for other CI detectors, but not "true" for it.
+    "gemini-cli": CiRule(("CI", "GITHUB_ACTIONS"), frozenset({"true"}), "1"),
+    # Droid 0.225's renderer (Ink's is-in-ci) draws only its static output in CI: the
+    # logo, never the input box. It takes any value but "0" and "false" for CI.
+    "droid": CiRule(("CI", "CONTINUOUS_INTEGRATION"), None, "0"),
+}
+
+
+def terminal_despite_ci(agent: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The overrides that keep ``agent`` in its TUI although ``env`` says CI
+    (`TERMINAL_IN_CI`); none for an agent that does not look."""
+    rule = TERMINAL_IN_CI.get(agent)
+    if rule is None:
+        return {}
+
+    def counts(value: str) -> bool:
+        return value in rule.counts if rule.counts is not None else value not in ("0", "false")
+
+    return {name: rule.instead for name in rule.variables if counts(env.get(name, "0"))}
 
 
 def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
@@ -625,13 +649,17 @@ def launch(
             return Launch(["copilot", "--plugin-dir", str(plugin), *args, *extra])
         case "droid":
             file, rest = droid_settings(session_dir / "droid", args)
-            return Launch(["droid", "--settings", str(file), *rest, *extra])
+            environment = os.environ if env is None else env
+            return Launch(
+                ["droid", "--settings", str(file), *rest, *extra],
+                terminal_despite_ci(agent, environment),
+            )
         case "gemini-cli":
             environment = os.environ if env is None else env
             home = gemini_home(session_dir, environment)
             return Launch(
                 ["gemini", *args, *extra],
-                {"GEMINI_CLI_HOME": str(home), **gemini_not_headless(environment)},
+                {"GEMINI_CLI_HOME": str(home), **terminal_despite_ci(agent, environment)},
             )
 
 
