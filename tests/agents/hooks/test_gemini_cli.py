@@ -54,7 +54,9 @@ def test_only_the_transcripts_tail_is_read(tmp_path: Path) -> None:
 
 
 def test_a_transcript_that_is_not_there_or_not_a_path_is_no_failure(tmp_path: Path) -> None:
-    for path in (None, "", 42, str(tmp_path / "gone.jsonl"), str(tmp_path)):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # read, it would hold the hook (and Gemini, which waits for it)
+    for path in (None, "", 42, str(tmp_path / "gone.jsonl"), str(tmp_path), str(fifo)):
         assert gemini_cli.turn_error(path) is None
 
 

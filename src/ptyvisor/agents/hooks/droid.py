@@ -29,13 +29,11 @@ Droid runs Claude Code's hooks (format, payload fields, ``sh -c``, awaited), so
 
 from __future__ import annotations
 
-import os
-import stat
 from _collections_abc import Mapping  # collections.abc, without collections (2 ms)
 
 from ptyvisor.agents.hooks import claude_code, normalise
 from ptyvisor.agents.hooks.normalise import MAX_OPTIONS, MAX_QUESTIONS, Payload
-from ptyvisor.wire import cjson
+from ptyvisor.agents.hooks.transcript import last_records
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
 if TYPE_CHECKING:
@@ -144,33 +142,6 @@ def questionnaire(raw: object) -> list[dict[str, Any]]:
     return found
 
 
-def _tail(transcript: object) -> list[Mapping[str, Any]]:
-    """The transcript's last records, oldest first; none if it cannot be read."""
-    if not isinstance(transcript, str) or not transcript:
-        return []
-    try:  # a FIFO planted there neither holds the hook (Droid waits for it) nor is read
-        fd = os.open(transcript, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return []
-            size = os.lseek(fd, 0, os.SEEK_END)
-            os.lseek(fd, max(0, size - TRANSCRIPT_TAIL), os.SEEK_SET)
-            tail = os.read(fd, TRANSCRIPT_TAIL).decode("utf-8", "replace")
-        finally:
-            os.close(fd)
-    except (OSError, ValueError):
-        return []
-    records: list[Mapping[str, Any]] = []
-    for line in tail.splitlines():
-        try:
-            record = cjson.loads(line)
-        except ValueError:
-            continue  # the first line, cut by the seek, or one being written
-        if isinstance(record, dict):
-            records.append(record)
-    return records
-
-
 def _message(record: Mapping[str, Any]) -> Mapping[str, Any]:
     message = record.get("message") if record.get("type") == "message" else None
     return message if isinstance(message, Mapping) else {}
@@ -185,7 +156,7 @@ def pending_call(transcript: object, *, question: bool) -> tuple[str, object] | 
     """The tool call the dialog is for: the latest call with no result yet, the
     question tool's or (``question`` off) any other's; None if none is found."""
     answered: set[object] = set()
-    for record in reversed(_tail(transcript)):
+    for record in reversed(last_records(transcript, TRANSCRIPT_TAIL)):
         message = _message(record)
         for block in reversed(_blocks(message)):
             if block.get("type") == "tool_result":
@@ -202,7 +173,7 @@ def turn_error(transcript: object, message_id: object) -> str | None:
     one: a ``user_only`` text Droid wrote, not a hook's record nor the user's."""
     if not isinstance(message_id, str) or not message_id:
         return None
-    for record in reversed(_tail(transcript)):
+    for record in reversed(last_records(transcript, TRANSCRIPT_TAIL)):
         if record.get("id") != message_id:
             continue
         message = _message(record)

@@ -43,7 +43,7 @@ from ptyvisor.agents.hooks.normalise import (
     submitted,
     text,
 )
-from ptyvisor.wire import cjson
+from ptyvisor.agents.hooks.transcript import last_records
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
 if TYPE_CHECKING:
@@ -195,21 +195,8 @@ def turn_error(transcript: object) -> str | None:
     ``gemini`` (answers, tool calls) or ``error`` / ``info`` (what the TUI showed),
     the rest bookkeeping (``$set``). The last ``user``/``gemini``/``error`` record
     decides; an ``info`` after an error is its hint and does not."""
-    if not isinstance(transcript, str) or not transcript:
-        return None
-    try:
-        with open(transcript, "rb") as file:
-            size = file.seek(0, 2)
-            file.seek(max(0, size - TRANSCRIPT_TAIL))
-            tail = file.read(TRANSCRIPT_TAIL).decode("utf-8", "replace")
-    except OSError:
-        return None
-    for line in reversed(tail.splitlines()):
-        try:
-            record = cjson.loads(line)
-        except ValueError:
-            continue
-        kind = record.get("type") if isinstance(record, dict) else None
+    for record in reversed(last_records(transcript, TRANSCRIPT_TAIL)):
+        kind = record.get("type")
         if kind in ("user", "gemini"):
             return None
         if kind == "error":
