@@ -12,6 +12,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ptyvisor.agents.launch import (
     CLAUDE_EVENTS,
@@ -20,12 +22,14 @@ from ptyvisor.agents.launch import (
     DECISION_TIMEOUT_SECONDS,
     DROID_EVENTS,
     GEMINI_EVENTS,
+    MAX_SETTINGS_BYTES,
     AgentName,
     extensions_dir,
     hook_argv,
     hook_command,
     launch,
     qwen_system_defaults,
+    read_jsonc,
     resume_args,
 )
 from ptyvisor.wire.frames import FRAME_PREFIX, new_nonce
@@ -269,8 +273,8 @@ def test_droid_gets_a_runtime_settings_file_with_our_hook_per_event(tmp_path: Pa
     mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
     theirs.write_text(json.dumps({**mine, "customModels": [{"model": "m"}]}))
     before = theirs.read_text()
-    for given in (["--settings", str(theirs)], [f"--settings={theirs}"]):
-        started = launch("droid", ["-x", *given], session_dir=tmp_path / "s")
+    for option in (["--settings", str(theirs)], [f"--settings={theirs}"]):
+        started = launch("droid", ["-x", *option], session_dir=tmp_path / "s")
         assert started.argv[3:] == ["-x"]
         merged = json.loads(Path(started.argv[2]).read_text())
         assert merged["customModels"] == [{"model": "m"}]
@@ -284,6 +288,48 @@ def test_droid_gets_a_runtime_settings_file_with_our_hook_per_event(tmp_path: Pa
     started = launch("droid", ["--settings", str(broken)], session_dir=tmp_path / "b")
     assert started.argv == ["droid", "--settings", str(broken)]
     assert resume_args("droid", UUID) == [f"--resume={UUID}"]
+
+
+def test_a_settings_path_from_a_spawn_request_cannot_hold_the_server(tmp_path: Path) -> None:
+    """launch runs in the server's event loop: a FIFO, a device or a huge file named as
+    the user's settings is not read (Droid gets the path as it was given, to report)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as file:
+        file.truncate(MAX_SETTINGS_BYTES + 1)
+    for theirs in (fifo, Path("/dev/zero"), huge):
+        started = launch("droid", ["--settings", str(theirs)], session_dir=tmp_path / "s")
+        assert started.argv == ["droid", "--settings", str(theirs)], theirs
+        assert read_jsonc(theirs) is None
+    # Gemini's session home links a settings file it cannot read, as it is.
+    gemini = tmp_path / "home" / ".gemini"
+    gemini.mkdir(parents=True)
+    os.mkfifo(gemini / "settings.json")
+    launch("gemini-cli", [], session_dir=tmp_path / "g", env={"HOME": str(tmp_path / "home")})
+    linked = tmp_path / "g" / "gemini" / ".gemini" / "settings.json"
+    assert linked.is_symlink() and linked.resolve() == (gemini / "settings.json").resolve()
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    args=st.lists(
+        st.sampled_from(["--settings", "--settings=", "-x", "="]) | st.text(max_size=12), max_size=6
+    )
+)
+def test_any_droid_arguments_start_it_with_ours_first(tmp_path: Path, args: list[str]) -> None:
+    """The user's arguments are untrusted: whatever they are, Droid gets our settings
+    flag first, then their arguments in order, less their ``--settings`` options."""
+    started = launch("droid", args, session_dir=tmp_path / "s", env={})
+    assert started.argv[:2] == ["droid", "--settings"]
+    rest = started.argv[3:]
+    assert not any(a == "--settings" or a.startswith("--settings=") for a in rest)
+    remaining = iter(args)
+    assert all(a in remaining for a in rest), "not a subsequence of theirs"
+    if not any(a == "--settings" or a.startswith("--settings=") for a in args):
+        assert rest == args
 
 
 UUID = "7c70be05-d2f2-46d2-a042-f558b1353317"

@@ -54,6 +54,7 @@ import json
 import os
 import re
 import shlex
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -440,15 +441,31 @@ def gemini_settings(user: Mapping[str, object]) -> dict[str, object]:
 _JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
 
 
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+"""A user's settings file larger than this is not read (nor merged)."""
+
+
 def read_jsonc(path: Path) -> dict[str, object] | None:
-    """A settings file as Gemini reads it (JSON with comments): {} when there is none,
-    None when it cannot be read as an object."""
+    """A settings file as Gemini and Droid read it (JSON with comments): {} when there
+    is none, None when it cannot be read as an object. The path comes with a spawn
+    request (an option, a home in its environment) and this runs in the server's event
+    loop: only a regular file is read, up to `MAX_SETTINGS_BYTES`, and a FIFO there is
+    not waited on."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return {}
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SETTINGS_BYTES:
+            return None
+        raw = os.read(fd, MAX_SETTINGS_BYTES + 1).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
     try:
         value = json.loads(_JSONC_NOISE.sub(lambda m: m.group(1) or "", raw))
     except ValueError:
