@@ -21,6 +21,9 @@ set -euo pipefail
 # (its optional dependency on cli-linux-x64@0.225.1 is missing, and skipped): its
 # postinstall links whichever platform binary is installed over bin/droid, so the
 # pair installs droid 0.225.2. Linux x64 only, like CI.
+# cline: its bin is the Bun-compiled binary of its platform package
+# (@cline/cli-linux-x64, an optional dependency pinned by cline's own exact version):
+# no Node at run time, and no install script needed.
 PINS=(
     "node@22.23.3"
     "@anthropic-ai/claude-code@2.1.332"
@@ -35,6 +38,7 @@ PINS=(
     "@oh-my-pi/pi-coding-agent@18.2.3"
     "@factory/cli@0.225.1"
     "@factory/cli-linux-x64@0.225.2"
+    "cline@3.0.65"
 )
 if [[ ${1:-} == --pins ]]; then
     printf '%s\n' "${PINS[@]}"
@@ -42,7 +46,7 @@ if [[ ${1:-} == --pins ]]; then
 fi
 [[ $# -gt 0 ]] && PINS=("$@")
 # The bin names the tests call; each must answer --version.
-BINS=(node claude codex opencode kilo pi gemini qwen copilot bun omp droid)
+BINS=(node claude codex opencode kilo pi gemini qwen copilot bun omp droid cline)
 
 bins=()
 for name in "${BINS[@]}"; do bins+=(--bin "$name"); done
@@ -63,4 +67,5 @@ exec bash "$(dirname "${BASH_SOURCE[0]}")/npm_install_pinned.sh" \
     --home-env COPILOT_HOME=.copilot --env COPILOT_AUTO_UPDATE=false \
     --home-env FACTORY_HOME_OVERRIDE=. --env FACTORY_AIRGAP_ENABLED=true \
     --env FACTORY_DROID_AUTO_UPDATE_ENABLED=false \
+    --home-env CLINE_DIR=.cline --env CLINE_NO_AUTO_UPDATE=1 \
     "${bins[@]}" -- "${PINS[@]}"

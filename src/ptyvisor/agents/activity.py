@@ -64,6 +64,7 @@ from ptyvisor.agents.interaction import Interaction
 from ptyvisor.agents.launch import (
     BUSY_SCREEN,
     CTRL_C_KEEPS_THE_TURN,
+    DIALOG_SCREEN,
     READY_SCREEN,
     REPORTS_STARTUP,
     STARTUP_DIALOG,
@@ -146,6 +147,11 @@ class InteractionReport(BaseModel):
     interaction: Interaction
     agent_id: SubagentId | None = Field(
         default=None, description="The subagent that asked; absent for the main thread"
+    )
+    on_screen: bool = Field(
+        default=False,
+        description="The agent may go on without asking (its own policy decides after "
+        "the hook): pending only once its dialog shows on screen (launch.DIALOG_SCREEN)",
     )
 
 
@@ -870,6 +876,11 @@ class ActivityRules:
         rendered short of it shows the TUI from before that report, and says nothing
         about a turn after it (`_screen`)."""
         self._queued_at = 0
+        dialog_screen = DIALOG_SCREEN.get(name)
+        self._dialog_screen = re.compile(dialog_screen) if dialog_screen else None
+        self._held_dialog: tuple[InteractionReport, int | None] | None = None
+        """An ``on_screen`` interaction and the output seq at its frame, held until the
+        agent draws its dialog (`DIALOG_SCREEN`) on a screen rendered after it."""
 
     @property
     def activity(self) -> Activity:
@@ -909,6 +920,7 @@ class ActivityRules:
             case SignalsSeen(signals=seen, at=at):
                 return self._changed(self.tracker.terminal_signals(seen, at))
             case ProgramExited(exit_code=code, signal=signal, killed=killed, at=at, why=why):
+                self._held_dialog = None
                 exited = self.tracker.process_exited(
                     exit_code=code, signal=signal, now_ms=at, killed=killed, why=why
                 )
@@ -933,6 +945,8 @@ class ActivityRules:
 
     def watches_screen(self) -> bool:
         """Whether the renderer should hand over the screen (`ScreenShown`) now."""
+        if self._held_dialog is not None:
+            return True
         if self._starting() or self._before_first_turn():
             return self._ready_screen is not None
         return self._busy_line is not None and self._busy_line.watching(self.activity)
@@ -950,7 +964,7 @@ class ActivityRules:
         if native is not None and native_id_problem(self.agent, native) is not None:
             effects.append(IdRefused())
             payload = payload.model_copy(update={"native_session_id": None})
-        if self._holds_ready(payload, seq):
+        if self._holds_dialog(payload, seq) or self._holds_ready(payload, seq):
             return effects
         withdraws, ends_turn = frame_ends(payload)
         if self.tracker.stale(payload):
@@ -966,6 +980,39 @@ class ActivityRules:
         if withdraws is not None:
             effects.append(Withdraw(payload.at, withdraws))
         return effects
+
+    def _holds_dialog(self, payload: FramePayload, seq: int | None) -> bool:
+        """Whether ``payload`` is an ``on_screen`` interaction to hold until its dialog
+        shows (`_screen`). Cline 3.0's ``PreToolUse`` comes before it decides whether
+        to ask (auto-approve covers every call by default): an approval shown from the
+        hook would be an alarm for every call it runs by itself. Any later frame (the
+        call's end, the turn's) ends the hold; for an agent whose dialog ptyvisor
+        cannot see, such a frame is applied as it comes."""
+        if payload.at >= (self._held_dialog[0].at if self._held_dialog else 0):
+            self._held_dialog = None
+        if (
+            self._dialog_screen is None
+            or not isinstance(payload, InteractionReport)
+            or not payload.on_screen
+            or self.tracker.stale(payload)
+        ):
+            return False
+        self._held_dialog = (payload, seq)
+        return True
+
+    def _show_held_dialog(self, shown: str, at: int, seq: int | None) -> list[Effect]:
+        """The held dialog applied, stamped now, if this screen (rendered after its
+        frame) shows it."""
+        held = self._held_dialog
+        if held is None or self._dialog_screen is None or not self._covers(seq, held[1]):
+            return []
+        if self._dialog_screen.search(shown) is None:
+            return []
+        self._held_dialog = None
+        report = held[0]
+        return self._changed(
+            self.tracker.apply(report.model_copy(update={"at": max(report.at, at)}))
+        )
 
     def _queued_in_this_turn(self, payload: FramePayload) -> bool:
         """Whether a prompt's ``interaction_cleared`` is that of a turn shown from the
@@ -1024,7 +1071,7 @@ class ActivityRules:
         (a drawn prompt is the best evidence of taking keys these agents give: each
         reads keys from that first frame on); then the busy line. The screen that
         ends the start-up is the busy line's first one."""
-        effects: list[Effect] = []
+        effects: list[Effect] = self._show_held_dialog("\n".join(rows), at, seq)
         if (self._starting() or self._before_first_turn()) and self._ready_screen is not None:
             self._drawn = self._drawn or any(line.strip() for line in rows)
             shown = "\n".join(rows)

@@ -16,6 +16,7 @@ settings keep working beside ours.
 | qwen-code | ``QWEN_CODE_SYSTEM_DEFAULTS_PATH`` = a session file with our command hooks |
 | copilot | ``--plugin-dir <session folder>``: a plugin whose ``hooks.json`` runs ours |
 | droid | ``--settings <session file>``: a runtime settings layer holding our hooks |
+| cline | ``CLINE_DIR`` = a session folder: the user's entries + our hook files; ``--data-dir`` |
 
 Gemini CLI 0.61 reads settings from ``~/.gemini`` (``GEMINI_CLI_HOME`` moves that
 home), the project, and system files it skips unless root owns them; it has no flag
@@ -41,6 +42,16 @@ Factory Droid 0.225 takes ``--settings FILE``, a settings layer "merged for this
 process only", above the user's, project's and org's, whose hooks are added to theirs.
 A user who passes ``--settings`` themselves gets the session's copy of their file with
 our hooks added (`droid_settings`): theirs is read, never written.
+
+Cline CLI 3.0 runs hook files from ``<CLINE_DIR or ~/.cline>/hooks`` (and from the
+workspace and ``~/Documents/Cline/Hooks``), one file per event in each folder. So the
+session gets a ``CLINE_DIR`` of its own (`cline_dir`) that links every entry of the
+user's but ``hooks``, whose ``hooks`` holds our event files, links the user's other
+hook files, and chains the user's own file for an event we hook after ours. By
+default the TUI runs its session inside a background "hub" process started by the
+first TUI, with that process's environment, where a hook cannot tell which session it
+is in: ``--data-dir`` with the user's own data folder keeps the session in the TUI's
+process (Cline's "sandbox" mode, which moves no data).
 
 Codex asks the user to review a new hook before running it; ptyvisor's hook is a
 fixed command it ships, so it takes that step for the user (documented in
@@ -75,6 +86,7 @@ AgentName = Literal[
     "qwen-code",
     "copilot",
     "droid",
+    "cline",
 ]
 AGENTS: tuple[AgentName, ...] = get_args(AgentName)
 
@@ -89,6 +101,7 @@ PROGRAMS: dict[AgentName, str] = {
     "qwen-code": "qwen",
     "copilot": "copilot",
     "droid": "droid",
+    "cline": "cline",
 }
 """Each agent's program, as its package installs it."""
 
@@ -157,6 +170,17 @@ DROID_EVENTS = (
     "Stop",
     "SessionEnd",
 )
+CLINE_EVENTS = (
+    # Not UserPromptSubmit nor PreCompact: 3.0.65 never runs them. Not TaskCancel: the
+    # TUI's Esc fires SessionShutdown instead.
+    "TaskStart",
+    "TaskResume",
+    "PreToolUse",
+    "PostToolUse",
+    "TaskComplete",
+    "TaskError",
+    "SessionShutdown",
+)
 HOOK_TIMEOUT_SECONDS = 10
 DECISION_TIMEOUT_SECONDS = 24 * 60 * 60
 CODEX_DECISION_TIMEOUT_SECONDS = 30
@@ -188,6 +212,7 @@ REPORTS_STARTUP: dict[str, bool] = {
     "qwen-code": True,  # SessionStart, a little early: held until READY_SCREEN shows
     "copilot": False,  # sessionStart comes with the first prompt
     "droid": True,  # SessionStart as the TUI comes up (after its folder-trust dialog)
+    "cline": False,  # TaskStart comes with the first prompt
 }
 """Whether the agent's extension reports Ready by itself. For one that does not,
 ptyvisor calls the session Ready when the screen shows its input prompt
@@ -211,6 +236,8 @@ READY_SCREEN: dict[str, str] = {
     # The input box's first row and bottom border, over the footer's help hint (a
     # resumed Droid puts the session's age before it: "[⏱ 7s] ? for help").
     "droid": r"(?m)^\u2502 > .*\n\u2570.*\n.*\? for help",
+    # The input line between two rules, over the status line's mode switch.
+    "cline": r"(?m)^ *\u276f .*\n *\u2500{8,}\n(?s:.*)(?:Plan|Act) \(Tab\)",
 }
 """An agent's input prompt, drawn: a regex searched in the headless terminal's visible
 rows joined by newlines, while the session is ``starting``. For an agent that cannot
@@ -272,6 +299,17 @@ BUSY_SCREEN: dict[str, str] = {
 the turn late (see activity.BusyLine). Checked against Codex 0.171 (its first hook comes
 0.4-0.7 s after Enter, the line within 0.1 s) and Qwen Code 0.24.4 (0.3 s and 0.07 s).
 A translated TUI does not match, and its turn shows when the extension reports it."""
+
+
+DIALOG_SCREEN: dict[str, str] = {
+    # Cline 3.0.65's approval: "Cline needs permission / Approve tool call? / [y]
+    # Approve   [n] Deny", drawn after its PreToolUse hook returns.
+    "cline": r"Cline needs permission",
+}
+"""An agent's approval dialog, drawn: searched like `READY_SCREEN` while the agent's
+extension has reported a call whose dialog may or may not come (an interaction frame
+``on_screen``: the agent decides whether to ask after its hook). The interaction is
+pending from the screen that shows it (activity.ActivityRules._holds_dialog)."""
 
 
 CTRL_C_KEEPS_THE_TURN: frozenset[str] = frozenset({"droid"})
@@ -576,6 +614,111 @@ def droid_settings(folder: Path, args: Sequence[str]) -> tuple[Path, list[str]]:
     return path, rest
 
 
+CLINE_HOOK_EXTENSIONS = frozenset(
+    {"", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py", ".ps1"}
+)
+"""The file names Cline 3.0.65 takes for a hook: an event's name (any case) with one of
+these endings."""
+
+
+def cline_hook_event(name: str) -> str | None:
+    """The event a file in a Cline hooks folder is for (its name without the ending,
+    compared without case), or None."""
+    stem, dot, ending = name.rpartition(".")
+    stem, ending = (stem, dot + ending) if dot else (name, "")
+    known = {event.lower(): event for event in (*CLINE_EVENTS, "TaskCancel", "UserPromptSubmit")}
+    known["precompact"] = "PreCompact"
+    return known.get(stem.lower()) if ending.lower() in CLINE_HOOK_EXTENSIONS else None
+
+
+def cline_runner(path: Path) -> list[str]:
+    """How Cline 3.0.65 runs a hook file: its ``#!`` line's words (``env``, a shell
+    or ``python``/``python3`` found on PATH by name), or by its ending; and the path."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        first = ""
+    words = first[2:].split() if first.startswith("#!") else []
+    while words and words[0].replace("\\", "/").rsplit("/", 1)[-1].lower() == "env":
+        words = words[1:]
+    if words:
+        name = words[0].replace("\\", "/").rsplit("/", 1)[-1].lower()
+        if name in ("bash", "sh", "zsh", "python", "python3"):
+            words[0] = name
+        return [*words, str(path)]
+    ending = path.suffix.lower()
+    by_ending = {".js": ["node"], ".mjs": ["node"], ".cjs": ["node"], ".py": ["python3"]}
+    by_ending.update({".ts": ["bun", "run"], ".mts": ["bun", "run"], ".cts": ["bun", "run"]})
+    by_ending[".ps1"] = ["pwsh", "-File"]
+    return [*by_ending.get(ending, ["bash"]), str(path)]
+
+
+def cline_hook_file(event: str, theirs: Path | None) -> str:
+    """Our hook file for ``event`` (Cline runs it with ``sh``): our hook, then the
+    user's own file for that event, if any, with the same payload and its output and
+    status as the hook's."""
+    ours = hook_command("cline", event)
+    if theirs is None:
+        return f"#!/bin/sh\nexec {ours}\n"
+    return (
+        "#!/bin/sh\n"
+        f"# ptyvisor's hook, then the user's own: {theirs}\n"
+        "payload=$(cat; printf .)\n"
+        "payload=${payload%.}\n"
+        f'printf %s "$payload" | {ours}\n'
+        f'printf %s "$payload" | exec {shlex.join(cline_runner(theirs))}\n'
+    )
+
+
+def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tuple[Path, list[str]]:
+    """The session's ``CLINE_DIR`` (see the module notes) and the arguments to start
+    Cline with: the user's own ``--config`` folder is where their entries are read
+    from (and is left out, as it would replace ours), and ``--data-dir`` names their
+    data folder unless they passed one themselves."""
+    rest: list[str] = []
+    config: str | None = None
+    own_data = False
+    words = iter(args)
+    for word in words:
+        if word == "--config":
+            config = next(words, None)
+        elif word.startswith("--config="):
+            config = word.split("=", 1)[1]
+        else:
+            own_data = own_data or word.split("=", 1)[0] == "--data-dir"
+            rest.append(word)
+    home = Path(env.get("HOME") or str(Path.home()))
+    theirs = Path(config or env.get("CLINE_DIR") or home / ".cline").expanduser()
+    data = Path(env.get("CLINE_DATA_DIR") or theirs / "data").expanduser()
+    with contextlib.suppress(OSError):
+        data.mkdir(parents=True, exist_ok=True)  # Cline's data stays the user's
+    hooks = folder / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    for entry in _entries(theirs):
+        link = folder / entry.name
+        if entry.name != "hooks" and not os.path.lexists(link):
+            link.symlink_to(entry)
+    chained: dict[str, Path] = {}
+    for entry in _entries(theirs / "hooks"):
+        event = cline_hook_event(entry.name)
+        if event in CLINE_EVENTS and event not in chained:
+            chained[event] = entry
+        elif not os.path.lexists(hooks / entry.name):
+            (hooks / entry.name).symlink_to(entry)
+    for event in CLINE_EVENTS:
+        (hooks / event).write_text(cline_hook_file(event, chained.get(event)))
+    data_args = [] if own_data else ["--data-dir", str(data)]
+    return folder, [*data_args, *rest]
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
+
+
 def copilot_plugin(folder: Path) -> Path:
     """A plugin folder for ``copilot --plugin-dir``: a manifest and a ``hooks.json``
     running our hook on every event we report, the event's name as its argument."""
@@ -671,6 +814,10 @@ def launch(
                 ["droid", "--settings", str(file), *rest, *extra],
                 terminal_despite_ci(agent, environment),
             )
+        case "cline":
+            environment = os.environ if env is None else env
+            folder, rest = cline_dir(session_dir / "cline", args, environment)
+            return Launch(["cline", *rest, *extra], {"CLINE_DIR": str(folder)})
         case "gemini-cli":
             environment = os.environ if env is None else env
             home = gemini_home(session_dir, environment)
@@ -702,16 +849,19 @@ RESUME_OPTION: dict[AgentName, str] = {
     "oh-my-pi": "--resume",
     "copilot": "--resume",
     "droid": "--resume",
+    "cline": "--id",
 }
 """Each agent's option to continue a conversation (Codex's is the subcommand
 ``resume <id>``), checked against the pinned versions: Claude Code 2.1.332, OpenCode
 1.18 and Kilo 7.7 (``--session``), Pi 1.6 (a session UUID or a prefix of it), Gemini CLI 0.61
 (``--resume <uuid>``), Qwen Code 0.24, Copilot CLI 1.0 (``--resume=<uuid>``, as it
 prints on exit), oh-my-pi 18.2 (``--resume=<id or prefix>``), Droid 0.225
-(``--resume=<session id>``)."""
-SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi"})
+(``--resume=<session id>``), Cline 3.0 (``--id <session id>``, the
+``rootSessionId`` its hooks report)."""
+SEPARATE_VALUE: frozenset[AgentName] = frozenset({"pi", "cline"})
 """Agents whose parser takes no ``--option=value``: Pi (0.73 and 1.6) reads ``--session=x``
-as an unknown flag for its extensions. Their id goes as the next word, which
+as an unknown flag for its extensions; Cline's is checked as a separate word only.
+Their id goes as the next word, which
 `native_id_problem` has made sure cannot be read as an option."""
 
 

@@ -77,10 +77,12 @@ NATIVE_ID_SHAPES: dict[str, re.Pattern[str]] = {
     "droid": re.compile(_UUID),
     "opencode": re.compile(r"ses_[A-Za-z0-9]{1,64}"),
     "kilo": re.compile(r"ses_[A-Za-z0-9]{1,64}"),
+    "cline": re.compile(r"[0-9]{10,16}_[a-z0-9]{1,16}"),
 }
 """The conversation ids each agent reports (use with ``fullmatch``), as the pinned
 versions make them: Claude Code, Gemini CLI, Qwen Code, Pi, oh-my-pi, Copilot and Droid
-a session UUID, Codex its thread's UUID, OpenCode ``ses_`` and base62."""
+a session UUID, Codex its thread's UUID, OpenCode ``ses_`` and base62, Cline the start's
+Unix milliseconds, ``_`` and a few base-36 letters."""
 
 GENERIC_NATIVE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@-]{0,255}")
 """What any agent's id may look like (an agent ptyvisor does not launch, or a frame

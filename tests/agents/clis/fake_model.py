@@ -70,6 +70,7 @@ ASK_TOOLS: dict[str, str] = {
     "qwen-code": "ask_user_question",
     "copilot": "ask_user",
     "droid": "AskUser",
+    "cline": "ask_question",
 }
 """Each agent's own tool for asking the user a multiple-choice question (Pi has none)."""
 SHELL_TOOLS: dict[str, str] = {
@@ -83,6 +84,7 @@ SHELL_TOOLS: dict[str, str] = {
     "qwen-code": "run_shell_command",
     "copilot": "bash",
     "droid": "Execute",
+    "cline": "run_commands",
 }
 """Each agent's shell tool, as named in the ``tools`` list it sends."""
 
@@ -197,6 +199,8 @@ class Reply:
                 "riskLevelReason": description,
                 "riskLevel": "medium",
             }
+        elif agent == "cline":
+            arguments = {"commands": [command]}
         else:
             raise ValueError(f"unknown agent {agent!r}")
         return cls.tool(SHELL_TOOLS[agent], arguments, call_id=call_id)
@@ -235,6 +239,10 @@ class Reply:
             lines = [f"1. [question] {question}", f"[topic] {header}"]
             lines += [f"[option] {label}" for label in options]
             return cls.tool(ASK_TOOLS[agent], {"questionnaire": "\n".join(lines)}, call_id=call_id)
+        elif agent == "cline":
+            # One question, its choices plain labels (two to five).
+            arguments = {"question": question, "options": options}
+            return cls.tool(ASK_TOOLS[agent], arguments, call_id=call_id)
         elif agent == "copilot":
             # An elicitation form: one string field whose enum is the choices.
             field_ = {"type": "string", "title": header, "enum": options}

@@ -373,6 +373,39 @@ def _droid(env: dict[str, str], home: Path, project: Path, url: str) -> list[str
     return []
 
 
+def _cline(env: dict[str, str], home: Path, project: Path, url: str) -> list[str]:
+    """Cline CLI with no login: an OpenAI-compatible provider in its data folder (the
+    entry needs ``updatedAt``, or the TUI opens its provider picker), no start-up
+    notices, no update check. Its TUI approves every call by default; the tests need
+    it to ask, as a user who turned auto-approve off would see it."""
+    env.update({"CLINE_DISABLE_CLINE_PASS_NOTICE": "1", "CLINE_NO_AUTO_UPDATE": "1"})
+    settings = home / ".cline" / "data" / "settings"
+    provider = {
+        "settings": {
+            "provider": "openai-compatible",
+            "apiKey": API_KEY,
+            "model": MODEL,
+            "baseUrl": f"{url}/v1",
+        },
+        "updatedAt": "2026-01-01T00:00:00.000Z",
+        "tokenSource": "manual",
+    }
+    _write_json(
+        settings / "providers.json",
+        {
+            "version": 1,
+            "lastUsedProvider": "openai-compatible",
+            "modes": {},
+            "providers": {"openai-compatible": provider},
+        },
+    )
+    _write_json(
+        settings / "global-settings.json",
+        {"autoUpdateEnabled": False, "telemetryOptOut": True, "toolAutoApprove": False},
+    )
+    return ["--auto-approve", "false"]
+
+
 _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "claude-code": _claude_code,
     "codex": _codex,
@@ -384,6 +417,7 @@ _BUILDERS: dict[str, Callable[[dict[str, str], Path, Path, str], list[str]]] = {
     "qwen-code": _qwen_code,
     "copilot": _copilot,
     "droid": _droid,
+    "cline": _cline,
 }
 
 

@@ -34,6 +34,7 @@ PROMPT_SHOWN: dict[str, Screen] = {
     "copilot": lambda s: "/ commands" in s and "fake-model" in s,
     "oh-my-pi": lambda s: " \u03c0 > " in s and "Fake model" in s,
     "droid": lambda s: "? for help" in s and "Fake model" in s,
+    "cline": lambda s: "❯ " in s and "fake-model" in s and "(Tab)" in s,
 }
 """Each agent's input prompt, drawn and empty: the earliest the TUI can visibly take keys."""
 

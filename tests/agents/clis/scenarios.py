@@ -87,6 +87,13 @@ KEYS: dict[str, Keys] = {
     ),
     "qwen-code": Keys(approval="Allow execution", quit=ctrl_c_twice("again to exit")),
     "droid": Keys(approval="Command to approve", quit=ctrl_c_twice("again to exit")),
+    # Cline exits on one Ctrl-C; its Ready is its input line (no hook at start-up).
+    "cline": Keys(
+        approval="Cline needs permission",
+        approve="y",
+        quit=((CTRL_C, None),),
+        ready_by_screen=True,
+    ),
     "copilot": Keys(
         approval="Do you want to run this command?",
         quit=((CTRL_D, None),),

@@ -22,6 +22,7 @@ MAPPERS = {
     "qwen-code": "ptyvisor.agents.hooks.qwen_code",
     "copilot": "ptyvisor.agents.hooks.copilot",
     "droid": "ptyvisor.agents.hooks.droid",
+    "cline": "ptyvisor.agents.hooks.cline",
 }
 MAX_EVENT_NAME = 64
 
@@ -40,7 +41,8 @@ def main(argv: list[str]) -> int:
         if module_name is None:
             return 0
         if len(argv) > 1:
-            # The configuration we wrote names the event (Copilot's payloads do not).
+            # The configuration we wrote names the event (Copilot's and Cline's
+            # payloads do not).
             event["hook_event_name"] = argv[1][:MAX_EVENT_NAME]
         at = time.time_ns() // 1_000_000
         mapper = importlib.import_module(module_name)
