@@ -17,6 +17,7 @@ from ptyvisor.agents.activity import (
     ActivityPhase,
     ActivityRules,
     ActivityTracker,
+    Changed,
     DropQueuedMessage,
     FrameApplied,
     KeyTyped,
@@ -803,3 +804,67 @@ def test_a_start_up_dialog_after_ready_takes_it_back() -> None:
     assert not rules.watches_screen()
     assert rules.handle(ScreenShown(OMP_WIZARD, 6500, seq=50)) == []
     assert rules.tracker.activity.phase is ActivityPhase.WORKING
+
+
+CLINE_ASKS = [" Cline needs permission", " Approve tool call?", "  [y] Approve   [n] Deny"]
+CLINE_RUNS = [" * run_commands(echo hi)", "   \u23bf hi"]
+
+
+def approval(at: int, *, on_screen: bool = True, ident: str = "req-1") -> FrameApplied:
+    shown = {"id": ident, "kind": "approval", "agent": "cline", "created_at": at}
+    return frame(type="interaction", at=at, interaction=shown, on_screen=on_screen)
+
+
+def with_seq(applied: FrameApplied, seq: int) -> FrameApplied:
+    return FrameApplied(applied.payload, seq)
+
+
+def test_an_approval_the_agent_may_skip_is_pending_only_once_its_dialog_shows() -> None:
+    """Cline's PreToolUse comes before it decides whether to ask: its approval waits
+    for Cline's dialog on a screen drawn after the frame; the call's end, when Cline
+    ran it by itself, drops it unseen."""
+    rules = ActivityRules(1000, agent="cline")
+    rules.handle(frame(type="activity", phase="working", at=2000))
+    assert rules.handle(with_seq(approval(3000), 50)) == []
+    assert rules.watches_screen() and rules.tracker.pending is None
+    assert rules.handle(ScreenShown(CLINE_RUNS, 3100, seq=60)) == []
+    assert rules.handle(ScreenShown(CLINE_ASKS, 3200, seq=40)) == []  # drawn before it
+    (changed,) = rules.handle(ScreenShown(CLINE_ASKS, 3300, seq=70))
+    assert isinstance(changed, Changed) and changed.pending is not None
+    assert changed.activity.phase is ActivityPhase.NEEDS_INPUT
+    assert changed.activity.since == 3300 and changed.pending.created_at == 3000
+    rules.handle(frame(type="interaction_cleared", at=4000, id="req-1"))
+    assert rules.activity.phase is ActivityPhase.WORKING and not rules.watches_screen()
+    # Run without asking: its end comes first, and the dialog of another call later
+    # does not show this one.
+    rules.handle(with_seq(approval(5000, ident="req-2"), 80))
+    rules.handle(frame(type="interaction_cleared", at=5100, id="req-2"))
+    rules.handle(frame(type="activity", phase="working", at=5100))
+    assert not rules.watches_screen()
+    assert rules.handle(ScreenShown(CLINE_ASKS, 5200, seq=90)) == []
+    assert rules.activity.phase is ActivityPhase.WORKING
+
+
+def test_a_held_approval_ends_with_the_turn_and_the_exit() -> None:
+    rules = ActivityRules(1000, agent="cline")
+    rules.handle(frame(type="activity", phase="working", at=2000))
+    rules.handle(approval(3000))
+    rules.handle(frame(type="activity", phase="waiting", at=3500))
+    assert not rules.watches_screen()
+    rules.handle(frame(type="activity", phase="working", at=4000))
+    rules.handle(approval(4500))
+    rules.handle(ProgramExited(0, None, False, 5000))
+    assert not rules.watches_screen() and rules.tracker.pending is None
+    # A stale one is not held.
+    rules = ActivityRules(1000, agent="cline")
+    rules.handle(frame(type="activity", phase="working", at=2000))
+    assert kinds(rules.handle(approval(1500))) == ["Stale"]
+    assert not rules.watches_screen()
+
+
+def test_an_on_screen_approval_of_an_agent_whose_dialog_is_not_known_shows_at_once() -> None:
+    """Nothing would ever show it: it is an approval like any other."""
+    rules = ActivityRules(1000, agent="claude-code")
+    rules.handle(frame(type="activity", phase="working", at=2000))
+    (changed,) = rules.handle(approval(3000))
+    assert isinstance(changed, Changed) and changed.pending is not None

@@ -26,8 +26,14 @@ from ptyvisor.agents.activity import (
 )
 from ptyvisor.agents.digest import prompt_digest
 from ptyvisor.agents.emit import write_frame
-from ptyvisor.agents.hooks import claude_code, codex, copilot, droid, gemini_cli, qwen_code
-from ptyvisor.agents.launch import CLAUDE_EVENTS, CODEX_EVENTS, COPILOT_EVENTS, GEMINI_EVENTS
+from ptyvisor.agents.hooks import claude_code, cline, codex, copilot, droid, gemini_cli, qwen_code
+from ptyvisor.agents.launch import (
+    CLAUDE_EVENTS,
+    CLINE_EVENTS,
+    CODEX_EVENTS,
+    COPILOT_EVENTS,
+    GEMINI_EVENTS,
+)
 from ptyvisor.client.client import Client
 from ptyvisor.keeper.proctable import process_start
 from ptyvisor.wire.frames import Rejected, decode_frame, new_nonce
@@ -618,6 +624,10 @@ _FIELDS = [
     "toolResult",
     "errorContext",
     "recoverable",
+    # Cline's
+    "sessionContext",
+    "tool_call",
+    "tool_result",
 ]
 _EVENTS = sorted(
     {
@@ -625,6 +635,7 @@ _EVENTS = sorted(
         *CODEX_EVENTS,
         *GEMINI_EVENTS,
         *COPILOT_EVENTS,
+        *CLINE_EVENTS,
         "Interrupt",
         "SessionEnd",
         "Unknown",
@@ -636,7 +647,7 @@ _EVENTS = sorted(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    mapper=st.sampled_from([claude_code, codex, gemini_cli, qwen_code, copilot, droid]),
+    mapper=st.sampled_from([claude_code, codex, gemini_cli, qwen_code, copilot, droid, cline]),
     event=st.sampled_from(_EVENTS),
     fields=st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=8),
 )
@@ -646,5 +657,6 @@ def test_any_hook_payload_maps_to_valid_frames(
     """An agent's hook payload is untrusted input: whatever its fields hold, every
     mapper returns frames ptyvisor accepts (bounded, typed), never an exception."""
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path))
+    monkeypatch.setenv("CLINE_DATA_DIR", str(tmp_path))
     for payload in mapper.map_event({**fields, "hook_event_name": event}, 1):
         FRAME_PAYLOAD.validate_python(payload)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from ptyvisor.agents.launch import (
     CLAUDE_EVENTS,
+    CLINE_EVENTS,
     CODEX_EVENTS,
     COPILOT_EVENTS,
     DECISION_TIMEOUT_SECONDS,
@@ -24,6 +25,7 @@ from ptyvisor.agents.launch import (
     GEMINI_EVENTS,
     MAX_SETTINGS_BYTES,
     AgentName,
+    cline_runner,
     extensions_dir,
     hook_argv,
     hook_command,
@@ -333,6 +335,125 @@ def test_any_droid_arguments_start_it_with_ours_first(tmp_path: Path, args: list
 
 
 UUID = "7c70be05-d2f2-46d2-a042-f558b1353317"
+CLINE_ID = "1796509832523_enbov"
+
+
+def test_cline_gets_a_session_folder_of_the_users_entries_and_our_hook_files(
+    tmp_path: Path,
+) -> None:
+    """``CLINE_DIR`` moves Cline's hooks folder: the session's links every entry of
+    the user's ``~/.cline`` but ``hooks``, and ``--data-dir`` names their own data
+    folder (keeping the session out of Cline's hub)."""
+    home = tmp_path / "home"
+    theirs = home / ".cline"
+    (theirs / "rules").mkdir(parents=True)
+    env = {"HOME": str(home)}
+    started = launch("cline", ["-p"], session_dir=tmp_path / "s", resume=CLINE_ID, env=env)
+    folder = Path(started.env["CLINE_DIR"])
+    assert started.argv == ["cline", f"--data-dir={theirs / 'data'}", "-p", "--id", CLINE_ID]
+    assert (theirs / "data").is_dir()  # made where Cline would make it: the user's
+    assert (folder / "rules").resolve() == (theirs / "rules").resolve()
+    assert (folder / "data").resolve() == (theirs / "data").resolve()
+    assert sorted(p.name for p in (folder / "hooks").iterdir()) == sorted(CLINE_EVENTS)
+    for event in CLINE_EVENTS:
+        text = (folder / "hooks" / event).read_text()
+        assert text == f"#!/bin/sh\nexec {hook_command('cline', event)}\n"
+    # Their own folders, named by option or variable, and their own data folder.
+    other = tmp_path / "other"
+    (other / "skills").mkdir(parents=True)
+    for args, variables in (
+        (["--config", str(other)], env),
+        ([f"--config={other}"], env),
+        ([], {**env, "CLINE_DIR": str(other)}),
+    ):
+        started = launch("cline", args, session_dir=tmp_path / "o", env=variables)
+        assert started.argv == ["cline", f"--data-dir={other / 'data'}"]
+        assert (Path(started.env["CLINE_DIR"]) / "skills").resolve() == other / "skills"
+    started = launch("cline", ["--data-dir", "d"], session_dir=tmp_path / "d", env=env)
+    assert started.argv == ["cline", "--data-dir", "d"]
+    data = {**env, "CLINE_DATA_DIR": str(tmp_path / "data")}
+    started = launch("cline", [], session_dir=tmp_path / "e", env=data)
+    assert started.argv == ["cline", f"--data-dir={tmp_path / 'data'}"]
+
+
+def test_a_cline_users_own_hooks_still_run(tmp_path: Path) -> None:
+    """Cline runs one file per event from a folder: the user's own file for an event
+    we hook runs after ours with the same payload, and its output and status are the
+    hook's (its PreToolUse may cancel a call); their file for any other event is
+    linked. Run here as Cline runs ours (``sh FILE``, the payload on stdin)."""
+    home = tmp_path / "home"
+    hooks = home / ".cline" / "hooks"
+    hooks.mkdir(parents=True)
+    got = tmp_path / "got.json"
+    (hooks / "PreToolUse.py").write_text(
+        "import sys\n"
+        f"open({str(got)!r}, 'w').write(sys.stdin.read())\n"
+        'print(\'{"cancel": true, "errorMessage": "theirs"}\')\n'
+        "sys.exit(3)\n"
+    )
+    (hooks / "TaskCancel.sh").write_text("echo cancelled\n")
+    (hooks / "notes.txt").write_text("not a hook\n")
+    started = launch("cline", [], session_dir=tmp_path / "s", env={"HOME": str(home)})
+    ours = Path(started.env["CLINE_DIR"]) / "hooks"
+    assert (ours / "TaskCancel.sh").resolve() == (hooks / "TaskCancel.sh").resolve()
+    assert (ours / "notes.txt").is_symlink()
+    assert not (ours / "PreToolUse.py").exists()
+    payload = '{"hookName": "tool_call", "tool_call": {"name": "run_commands"}}\n'
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PTYVISOR_")}
+    done = subprocess.run(
+        ["sh", str(ours / "PreToolUse")],
+        input=payload.encode(),
+        capture_output=True,
+        env={**clean, "PATH": f"{Path(shutil.which('python3') or '').parent}:/usr/bin:/bin"},
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 3, done
+    assert json.loads(done.stdout) == {"cancel": True, "errorMessage": "theirs"}
+    assert got.read_text() == payload
+
+
+def test_cline_runs_a_hook_file_by_its_first_line_or_its_ending(tmp_path: Path) -> None:
+    """As Cline 3.0.65 does: a ``#!`` line's words (``env`` dropped; a shell or Python
+    by its name, found on PATH), else the ending; a FIFO is not read."""
+    cases = {
+        "a": ("#!/usr/bin/env -S node --x\n", ["-S", "node", "--x"]),
+        "b": ("#!/opt/py/bin/python3 -u\n", ["python3", "-u"]),
+        "c": ("#!/opt/tool --flag\n", ["/opt/tool", "--flag"]),
+        "d.py": ("print(1)\n", ["python3"]),
+        "e.mjs": ("", ["node"]),
+        "f.ts": ("", ["bun", "run"]),
+        "g": ("echo hi\n", ["bash"]),
+    }
+    for name, (text, runner) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert cline_runner(tmp_path / name) == [*runner, str(tmp_path / name)], name
+    os.mkfifo(tmp_path / "fifo.sh")
+    assert cline_runner(tmp_path / "fifo.sh") == ["bash", str(tmp_path / "fifo.sh")]
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    args=st.lists(
+        st.sampled_from(["--config", "--config=", "--data-dir", "-c", "="]) | st.text(max_size=12),
+        max_size=6,
+    )
+)
+def test_any_cline_arguments_keep_our_hooks_folder(tmp_path: Path, args: list[str]) -> None:
+    """The user's arguments are untrusted: whatever they are, no ``--config`` of
+    theirs replaces the session's folder, and the rest reach Cline in order."""
+    started = launch("cline", args, session_dir=tmp_path / "s", env={"HOME": str(tmp_path)})
+    rest = started.argv[1:]
+    if rest[:1] and rest[0].startswith("--data-dir=") and rest[0] not in args:
+        rest = rest[1:]  # ours, naming their data folder
+    elif not any(a.split("=", 1)[0] == "--data-dir" for a in args):
+        raise AssertionError(f"no data folder: {started.argv}")
+    assert not any(a == "--config" or a.startswith("--config=") for a in rest)
+    remaining = iter(args)
+    assert all(a in remaining for a in rest), "not a subsequence of theirs"
+    assert Path(started.env["CLINE_DIR"], "hooks", "TaskStart").is_file()
 
 
 def test_the_hook_command_runs_ours_whatever_the_agents_python_settings(

@@ -292,6 +292,7 @@ def test_each_agents_real_ids_are_accepted() -> None:
         "copilot": "7c70be05-d2f2-46d2-a042-f558b1353317",
         "oh-my-pi": "01a244e2-ed18-70c8-b8be-763e53df8f6c",  # seen in a real run
         "droid": "a4525c8b-3450-4e7a-8127-8350f4d07ce6",  # seen in a real run
+        "cline": "1796509832523_enbov",  # seen in a real run
     }
     assert set(real) == set(AGENTS) == set(NATIVE_ID_SHAPES)
     for agent, value in real.items():

@@ -634,11 +634,7 @@ def cline_hook_event(name: str) -> str | None:
 def cline_runner(path: Path) -> list[str]:
     """How Cline 3.0.65 runs a hook file: its ``#!`` line's words (``env``, a shell
     or ``python``/``python3`` found on PATH by name), or by its ending; and the path."""
-    try:
-        with path.open("rb") as file:
-            first = file.readline(4096).decode("utf-8", "replace").strip()
-    except OSError:
-        first = ""
+    first = _first_line(path)
     words = first[2:].split() if first.startswith("#!") else []
     while words and words[0].replace("\\", "/").rsplit("/", 1)[-1].lower() == "env":
         words = words[1:]
@@ -652,6 +648,24 @@ def cline_runner(path: Path) -> list[str]:
     by_ending.update({".ts": ["bun", "run"], ".mts": ["bun", "run"], ".cts": ["bun", "run"]})
     by_ending[".ps1"] = ["pwsh", "-File"]
     return [*by_ending.get(ending, ["bash"]), str(path)]
+
+
+def _first_line(path: Path) -> str:
+    """A file's first line (up to 4 KiB), read as `read_jsonc` reads: this runs in the
+    server's event loop, so a FIFO or device there is not read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        head = os.read(fd, 4096)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return head.decode("utf-8", "replace").splitlines()[0].strip() if head else ""
 
 
 def cline_hook_file(event: str, theirs: Path | None) -> str:
@@ -691,7 +705,7 @@ def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tupl
     home = Path(env.get("HOME") or str(Path.home()))
     theirs = Path(config or env.get("CLINE_DIR") or home / ".cline").expanduser()
     data = Path(env.get("CLINE_DATA_DIR") or theirs / "data").expanduser()
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ValueError):  # ValueError: a NUL in a path
         data.mkdir(parents=True, exist_ok=True)  # Cline's data stays the user's
     hooks = folder / "hooks"
     hooks.mkdir(parents=True, exist_ok=True)
@@ -708,14 +722,16 @@ def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tupl
             (hooks / entry.name).symlink_to(entry)
     for event in CLINE_EVENTS:
         (hooks / event).write_text(cline_hook_file(event, chained.get(event)))
-    data_args = [] if own_data else ["--data-dir", str(data)]
+    # One word: a folder whose name starts with "-" is not read as an option.
+    data_args = [] if own_data else [f"--data-dir={data}"]
     return folder, [*data_args, *rest]
 
 
 def _entries(folder: Path) -> list[Path]:
+    """A folder's entries; none if it cannot be listed (or its path holds a NUL)."""
     try:
         return sorted(folder.iterdir())
-    except OSError:
+    except (OSError, ValueError):
         return []
 
 
