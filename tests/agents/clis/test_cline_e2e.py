@@ -11,15 +11,26 @@ terminal (no Cline hook can answer its dialogs), a failed turn (the provider's 4
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.agents.clis.scenarios import Session, answered_only_by_keys, session_end_to_end
+from tests.agents.clis.fake_model import Reply
+from tests.agents.clis.scenarios import (
+    CTRL_C,
+    Session,
+    answered_only_by_keys,
+    interrupted_by_esc,
+    session_end_to_end,
+    started,
+)
 
 pytestmark = pytest.mark.anyio
 
 AGENT = "cline"
+BUSY = "Thinking"
+GONE = "Ask anything"
 
 SESSION = Session(
     AGENT,
@@ -38,3 +49,30 @@ SESSION = Session(
 @pytest.mark.timeout(150, func_only=True)
 async def test_cline_session_end_to_end(tmp_path: Path) -> None:
     await session_end_to_end(tmp_path, SESSION)
+
+
+@pytest.mark.timeout(150, func_only=True)
+async def test_cline_interrupt_end_to_end(tmp_path: Path) -> None:
+    """Esc while Cline waits for a slow model reply aborts the turn, the TUI stays:
+    ``waiting``, reason ``interrupted`` (from the keystroke). Cline's own report of it
+    is ``SessionShutdown`` (no ``TaskCancel``), the one frame after the key; no late
+    hook brings ``working`` back."""
+    async with started(AGENT, tmp_path) as run:
+        run.model.script(replace(Reply.text("Too late LATE-1"), delay=20.0))
+        await interrupted_by_esc(run, "Take your time", BUSY, GONE, late=2, hooks_after=1)
+        assert "LATE-1" not in await run.screen()
+
+
+@pytest.mark.timeout(150, func_only=True)
+async def test_ctrl_c_during_a_cline_turn_ends_the_session(tmp_path: Path) -> None:
+    """Ctrl-C during a turn aborts it and exits the TUI at once: ``stopped``."""
+    async with started(AGENT, tmp_path) as run:
+        run.model.script(replace(Reply.text("Too late LATE-2"), delay=20.0))
+        mark = run.mark()
+        await run.submit("Take your time")
+        await run.wait_phase("working", since=mark)
+        await run.scripted_request(0, "the slow request")
+        await run.wait_screen(BUSY, wait=10)
+        await run.type(CTRL_C)
+        await run.wait_phase("stopped", since=mark, wait=20)
+        assert run.phases[-2:] == ["waiting", "stopped"], run.phases

@@ -51,6 +51,10 @@ WAYS: list[tuple[str, str, list[str], Configure | None]] = [
     # Droid asks for a command above its autonomy level (the fake command is "medium").
     ("droid", "auto medium", ["--auto", "medium"], None),
     ("droid", "auto high", ["--auto", "high"], None),
+    # Cline's TUI approves every call by default (the offline setup turns it off); its
+    # PreToolUse fires before it decides either way.
+    ("cline", "auto-approve, its default", ["--auto-approve", "true"], None),
+    ("cline", "yolo mode", ["--yolo"], None),
     ("oh-my-pi", "yolo mode, its default", [], None),
     ("oh-my-pi", "auto-approve", ["--auto-approve"], None),
 ]

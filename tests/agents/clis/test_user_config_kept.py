@@ -182,3 +182,27 @@ async def test_a_droid_users_own_settings_file_still_counts(tmp_path: Path) -> N
         await ran(marker)
         model.assert_no_unexpected()
     assert theirs.read_bytes() == before
+
+
+async def test_users_own_cline_hooks_still_run_and_its_data_stays_theirs(tmp_path: Path) -> None:
+    """Cline runs one file per event from its hooks folder: the user's own
+    ``~/.cline/hooks/TaskStart.sh`` runs after ours (chained), with the payload Cline
+    gave ours. The session's conversation lands in the user's own data folder
+    (``--data-dir`` names it), where ``cline --id`` and ``cline history`` find it."""
+    marker = tmp_path / "user-hook-ran"
+    hooks = tmp_path / "home" / ".cline" / "hooks" / "TaskStart.sh"
+    hooks.parent.mkdir(parents=True, exist_ok=True)
+    hooks.write_text(f"cat > {marker}\n")
+    before = hooks.read_bytes()
+    async with FakeModelServer() as model, agent_session("cline", tmp_path, model) as run:
+        model.script(Reply.text("hello back"))
+        await prompt_at_ready(run, "cline", "hello", ready_wait=60)
+        await ran(marker)
+        await run.wait_screen("hello back", wait=30)
+        model.assert_no_unexpected()
+        native = run.changes[-1].activity.native_session_id
+    assert native is not None
+    assert json.loads(marker.read_text())["sessionContext"]["rootSessionId"] == native
+    sessions = tmp_path / "home" / ".cline" / "data" / "sessions"
+    assert (sessions / native / f"{native}.json").is_file()
+    assert hooks.read_bytes() == before
