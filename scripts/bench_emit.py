@@ -82,6 +82,7 @@ TOOL_CALLS = {
     "gemini-cli": "AfterTool",
     "copilot": "preToolUse",
     "droid": "PostToolUse",
+    "cline": "PreToolUse",
 }
 """A hook each agent runs for every tool call (Gemini CLI and Droid run only that one:
 their extension READMEs say why)."""

@@ -58,6 +58,7 @@ ALLOW_TOOLS: dict[str, list[str]] = {
     "qwen-code": ["--approval-mode", "yolo"],
     "copilot": ["--allow-all-tools"],
     "droid": ["--auto", "high"],
+    "cline": ["--auto-approve", "true"],
 }
 """Each agent's way to run the shell tool without asking."""
 PROMPT = "Run the twenty steps"

@@ -26,6 +26,7 @@ declare -A AGENT_OF=(
     ["@earendil-works/pi-coding-agent"]=pi ["@google/gemini-cli"]=gemini-cli
     ["@qwen-code/qwen-code"]=qwen-code ["@github/copilot"]=copilot
     ["@oh-my-pi/pi-coding-agent"]=oh-my-pi ["@factory/cli"]=droid
+    ["cline"]=cline
 )
 wanted=("$@")
 
