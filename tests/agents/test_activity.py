@@ -868,3 +868,18 @@ def test_an_on_screen_approval_of_an_agent_whose_dialog_is_not_known_shows_at_on
     rules.handle(frame(type="activity", phase="working", at=2000))
     (changed,) = rules.handle(approval(3000))
     assert isinstance(changed, Changed) and changed.pending is not None
+
+
+def test_esc_at_an_approval_of_an_agent_that_goes_on_is_no_interrupt() -> None:
+    """Cline takes Esc at its approval dialog for Deny and works on: the call's end
+    takes the session back to ``working``; during the turn Esc still ends it."""
+    rules = ActivityRules(1000, agent="cline")
+    rules.handle(frame(type="activity", phase="working", at=2000))
+    rules.handle(approval(3000, on_screen=False))
+    assert phase(rules.tracker) is ActivityPhase.NEEDS_INPUT
+    rules.handle(KeyTyped(b"\x1b", 3500))
+    assert phase(rules.tracker) is ActivityPhase.NEEDS_INPUT
+    rules.handle(frame(type="interaction_cleared", at=3600, id="req-1"))
+    assert phase(rules.tracker) is ActivityPhase.WORKING
+    assert kinds(rules.handle(KeyTyped(b"\x1b", 4000))) == ["Changed"]
+    assert (rules.activity.phase, rules.activity.reason) == (ActivityPhase.WAITING, "interrupted")

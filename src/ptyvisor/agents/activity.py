@@ -65,6 +65,7 @@ from ptyvisor.agents.launch import (
     BUSY_SCREEN,
     CTRL_C_KEEPS_THE_TURN,
     DIALOG_SCREEN,
+    ESC_DENIES_AND_GOES_ON,
     READY_SCREEN,
     REPORTS_STARTUP,
     STARTUP_DIALOG,
@@ -910,8 +911,9 @@ class ActivityRules:
             case Tick():
                 return self._tick(event)
             case KeyTyped(data=data, at=at):
+                asked = self.activity.phase is ActivityPhase.NEEDS_INPUT
                 interrupt = self.agent is not None and (
-                    data == INTERRUPTS[0]
+                    (data == INTERRUPTS[0] and not (asked and self.agent in ESC_DENIES_AND_GOES_ON))
                     or (INTERRUPTS[1] in data and self.agent not in CTRL_C_KEEPS_THE_TURN)
                 )
                 # An interrupt ends an agent's turn; any key answers a notification.

@@ -318,6 +318,12 @@ takes it as the first of two presses to exit and works on (checked against the r
 TUI, tests/agents/clis/test_droid_e2e.py)."""
 
 
+ESC_DENIES_AND_GOES_ON: frozenset[str] = frozenset({"cline"})
+"""Agents for which Esc at an approval dialog denies the call and the turn goes on
+(the model is told): Cline 3.0.65 (checked against the real TUI,
+tests/agents/clis/test_cline_e2e.py). Elsewhere Esc at a dialog ends the turn."""
+
+
 SUBMIT_GAP: dict[str, float] = {"gemini-cli": 0.1}
 """Seconds an Enter must follow the keys before it, for an agent that loses one typed
 sooner (server/session/typed_input.py holds it back). Gemini CLI 0.61.0, in its bundle:

@@ -19,6 +19,8 @@ import pytest
 from tests.agents.clis.fake_model import Reply
 from tests.agents.clis.scenarios import (
     CTRL_C,
+    ESC,
+    KEYS,
     Session,
     answered_only_by_keys,
     interrupted_by_esc,
@@ -76,3 +78,27 @@ async def test_ctrl_c_during_a_cline_turn_ends_the_session(tmp_path: Path) -> No
         await run.type(CTRL_C)
         await run.wait_phase("stopped", since=mark, wait=20)
         assert run.phases[-2:] == ["waiting", "stopped"], run.phases
+
+
+@pytest.mark.timeout(150, func_only=True)
+async def test_esc_at_a_cline_approval_denies_it_and_the_turn_goes_on(tmp_path: Path) -> None:
+    """Esc at Cline's approval dialog is Deny: the call does not run, the model is
+    told, and the turn goes on to its end, with no Ready in between."""
+    async with started(AGENT, tmp_path) as run:
+        run.model.script(
+            Reply.shell(AGENT, "echo denied > denied.txt", description="Write"),
+            Reply.text("Fine DONE-DENIED"),
+        )
+        mark = run.mark()
+        await run.submit("Write the file")
+        call = await run.scripted_request(0, "the shell call")
+        await run.wait_interaction(since=mark)
+        await run.wait_screen(KEYS[AGENT].approval or "", wait=10)
+        await run.answer_with_keys(ESC, settle=KEYS[AGENT].approve_after)
+        _, result = await run.model.answer_to(call)
+        assert "rejected" in result.output, result
+        await run.wait_screen("DONE-DENIED", wait=20)
+        await run.wait_phase("waiting", since=mark + 1, wait=20)
+        assert run.phases[-4:] == ["working", "needs_input", "working", "waiting"], run.phases
+        assert not (run.project / "denied.txt").exists()
+        await run.assert_clean()
