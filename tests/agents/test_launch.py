@@ -374,6 +374,8 @@ def test_cline_gets_a_session_folder_of_the_users_entries_and_our_hook_files(
     data = {**env, "CLINE_DATA_DIR": str(tmp_path / "data")}
     started = launch("cline", [], session_dir=tmp_path / "e", env=data)
     assert started.argv == ["cline", f"--data-dir={tmp_path / 'data'}"]
+    sandboxed = {**env, "CLINE_SANDBOX": "1", "CLINE_SANDBOX_DATA_DIR": str(tmp_path / "x")}
+    assert launch("cline", [], session_dir=tmp_path / "f", env=sandboxed).argv == ["cline"]
 
 
 def test_a_cline_users_own_hooks_still_run(tmp_path: Path) -> None:

@@ -695,7 +695,8 @@ def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tupl
     """The session's ``CLINE_DIR`` (see the module notes) and the arguments to start
     Cline with: the user's own ``--config`` folder is where their entries are read
     from (and is left out, as it would replace ours), and ``--data-dir`` names their
-    data folder unless they passed one themselves."""
+    data folder unless they passed one themselves or run Cline in its sandbox mode
+    (``CLINE_SANDBOX=1``), which has no hub either."""
     rest: list[str] = []
     config: str | None = None
     own_data = False
@@ -728,6 +729,8 @@ def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tupl
             (hooks / entry.name).symlink_to(entry)
     for event in CLINE_EVENTS:
         (hooks / event).write_text(cline_hook_file(event, chained.get(event)))
+    # Already in sandbox mode (its variable): their data folder is that mode's own.
+    own_data = own_data or env.get("CLINE_SANDBOX", "").strip() == "1"
     # One word: a folder whose name starts with "-" is not read as an option.
     data_args = [] if own_data else [f"--data-dir={data}"]
     return folder, [*data_args, *rest]

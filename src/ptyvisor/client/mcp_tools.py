@@ -119,8 +119,8 @@ def build(
         worktree: str | None = None,
     ) -> dict[str, Any]:
         """Start ``agent`` (claude-code, codex, opencode, kilo, pi, oh-my-pi, gemini-cli,
-        qwen-code, copilot, droid) in directory ``cwd`` with its own ``args``; ``worktree``: in
-        a new git worktree of that name ("" names it after the session)."""
+        qwen-code, copilot, droid, cline) in directory ``cwd`` with its own ``args``;
+        ``worktree``: in a new git worktree of that name ("" names it after the session)."""
         async with remote() as connected:
             started = await connected.spawn(
                 args or [], agent=agent, cwd=cwd, name=name, worktree=worktree, cols=120, rows=40

@@ -162,6 +162,21 @@ Factory Droid 0.225.2 (``droid`` from ``@factory/cli`` 0.225.1 with
     [answer] Blue``. A 403 fails the turn at once ("BYOK Error: 403 ..."). Quit:
     Ctrl-C on an empty prompt, then a second one.
 
+Cline CLI 3.0.65 (``cline``: its bin is ``@cline/cli-linux-x64``'s 152 MB Bun binary,
+no Node at run time)
+    No login: an ``openai-compatible`` provider in
+    ``<data>/settings/providers.json`` (its entry needs ``updatedAt``, or a provider
+    picker shows), ``CLINE_DISABLE_CLINE_PASS_NOTICE=1`` (no start-up notices),
+    ``CLINE_NO_AUTO_UPDATE=1``. Start-up: under a second to its logo and an input line
+    (``❯ What can I do for you?``) between two rules over ``○ Plan ● Act (Tab)``.
+    Sends ``POST /v1/chat/completions`` (stream, 25 tools, nothing else). Shell tool:
+    ``run_commands`` ``{"commands": [...]}``; with ``--auto-approve false`` it asks
+    "Cline needs permission" with ``[y] Approve [n] Deny``; ``y`` approves. Question:
+    ``ask_question`` ``{"question", "options": [2-5 strings]}`` ("Cline is asking a
+    question"); Down + Enter picks; the result is the chosen text. A 400 fails the
+    turn at once. Quit: one Ctrl-C. Run without ptyvisor, ``--data-dir`` keeps it from
+    starting its hub process (it would outlive the test).
+
 All of them answer the fake server's SSE without complaint; none calls ``/models`` or
 probes ``/``. Every TUI sends DA1 and/or CPR queries, answered here through
 ``HeadlessTerminal``'s ``on_reply``.
@@ -228,6 +243,10 @@ async def test_agent_tui_offline(agent: str, agents_installed: Path, tmp_path: P
     project.mkdir()
     async with FakeModelServer() as server:
         env, extra = offline_env(agent, home, project, server.base_url)
+        if agent == "cline":
+            # Started without ptyvisor (which passes its own), Cline's first TUI on a data
+            # folder starts a hub process that outlives it: its sandbox mode has none.
+            extra = [*extra, f"--data-dir={home / '.cline' / 'data'}"]
         async with AgentTui(agent_command(agent) + extra, env=env, cwd=project) as tui:
             for dialog, key in STARTUP_DIALOGS.get(agent, ()):
                 await tui.wait_for(dialog, wait=30, what=f"{agent}'s {dialog!r}")
