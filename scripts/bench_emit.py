@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from ptyvisor.agents.launch import hook_argv
+from ptyvisor.agents.launch import cline_hook_file, hook_argv
 from ptyvisor.wire.frames import new_nonce
 
 EMIT = str(Path(sys.executable).parent / "ptyvisor")
@@ -144,10 +144,23 @@ def main() -> None:
         "tool_name": "Bash",
         "tool_input": {"command": "npm test", "description": "Run the tests"},
     }
+    cline_call = {"id": "call_1", "name": "run_commands", "input": {"commands": ["npm test"]}}
+    shapes = {"cline": {"sessionContext": {"rootSessionId": "1_bench"}, "tool_call": cline_call}}
     for agent, event in TOOL_CALLS.items():
-        payload = json.dumps({**pre_tool, "hook_event_name": event}).encode()
-        named = [event] if agent == "copilot" else []  # only Copilot's command names it
-        for label, samples in side_by_side(variants(inside, agent, *named), runs, payload).items():
+        fields = shapes.get(agent, pre_tool)
+        payload = json.dumps({**fields, "hook_event_name": event}).encode()
+        # Copilot's and Cline's commands name the event (their payloads do not).
+        named = [event] if agent in ("copilot", "cline") else []
+        found = variants(inside, agent, *named)
+        if agent == "cline":  # Cline runs our hook file with sh, which runs the command
+            with tempfile.TemporaryDirectory() as scratch:
+                file = Path(scratch) / event
+                file.write_text(cline_hook_file(event, None))
+                found["sh file "] = (inside, ["sh", str(file)])
+                measured = side_by_side(found, runs, payload)
+        else:
+            measured = side_by_side(found, runs, payload)
+        for label, samples in measured.items():
             report(f"{label}{agent} {event}", samples, bare)
     permission = json.dumps({**pre_tool, "hook_event_name": "PermissionRequest"}).encode()
     with tempfile.TemporaryDirectory() as scratch:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ptyvisor.agents.masking import mask
+from ptyvisor.agents.masking import CLUES, IGNORECASE, apply_rules, mask, may_hold_secret
 
 VECTORS = json.loads(
     (Path(__file__).parents[2] / "agent-extensions" / "masking-vectors.json").read_text()
@@ -43,3 +48,42 @@ def test_masking_is_linear_on_adversarial_input(unit: str) -> None:
 
     ratio = cost(160_000) / max(cost(10_000), 1e-6)
     assert ratio < 64, f"16x the input cost {ratio:.0f}x: linear is 16x, quadratic 256x"
+
+
+PIECES = st.sampled_from(
+    [*(c["input"] for c in VECTORS), *CLUES, *(c.upper() for c in CLUES), "=", '": "', " ", "-"]
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    text=st.one_of(
+        st.lists(PIECES | st.text(max_size=12), max_size=8).map("".join),
+        st.text(alphabet=st.characters(max_codepoint=0x2200), max_size=80),
+    )
+)
+def test_text_without_a_clue_matches_no_rule(text: str) -> None:
+    """`mask` skips the rules (and ``re``) for ASCII text holding none of `CLUES`:
+    sound only if no rule could have matched it."""
+    if apply_rules(text) != text:
+        assert may_hold_secret(text), text
+    assert mask(text) == apply_rules(text)
+
+
+def test_the_fast_path_is_what_it_says() -> None:
+    assert IGNORECASE == re.IGNORECASE
+    long_s = "pa\u017f\u017fword=hunter2"  # the long s matches s under IGNORECASE
+    assert may_hold_secret(long_s)  # not ASCII: the rules decide
+    assert apply_rules(long_s) == "pa\u017f\u017fword=***"
+    code = (
+        f"import sys; sys.path[:0]={sys.path!r}; from ptyvisor.agents.masking import mask;"
+        "mask('npm test -- --watch'); print('re' in sys.modules)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert shown.stdout.strip() == "False"

@@ -821,7 +821,8 @@ class ActivityRules:
     Beside the `ActivityTracker` (frames, signals, keys, the exit), it holds the rules
     that need the agent's launch profile (agents.py): start-up Ready held until the
     input prompt shows (`READY_SCREEN`) or the output goes quiet, the turn shown from
-    the busy line (`BUSY_SCREEN`, `BusyLine`), conversation ids checked against the
+    the busy line (`BUSY_SCREEN`, `BusyLine`), an approval the agent may skip held
+    until its dialog shows (`DIALOG_SCREEN`), conversation ids checked against the
     agent's kind, and which frames end held requests and the queued message.
     """
 

@@ -12,10 +12,34 @@ holds the cases both must pass.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+TYPE_CHECKING = False  # not typing's: importing typing costs a hook run 2-7 ms
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
 
 MASK = "***"
+IGNORECASE = 2
+"""``re.IGNORECASE``, whose value Python fixes: ``re`` itself (8 ms with ``enum``,
+``functools`` and ``collections``) is imported only by a text that may hold a secret
+(`may_hold_secret`)."""
+
+CLUES = (
+    *("sk-", "aiza", "gh", "github_pat_", "glpat-", "xox", "npm_", "akia", "asia"),
+    *("bearer", "basic", "://", "key", "token", "secret", "pass", "credential", "auth"),
+)
+"""Lower-case text every rule below needs: a key's prefix, an HTTP scheme, a URL, or
+a part of every credential-looking name. ASCII text without any of them matches no
+rule (tests/agents/test_masking.py checks that against the rules)."""
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether any rule could match ``text``. Only for ASCII text is the answer no
+    when no clue is in it: under ``IGNORECASE`` some other letters match ASCII ones
+    (the Kelvin sign matches ``k``)."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(clue in lowered for clue in CLUES)
 
 
 class _Pattern:
@@ -30,6 +54,8 @@ class _Pattern:
 
     def sub(self, replacement: str | Callable[[re.Match[str]], str], text: str) -> str:
         if self._compiled is None:
+            import re
+
             self._compiled = re.compile(self._source, self._flags)
         return self._compiled.sub(replacement, text)
 
@@ -54,7 +80,7 @@ _RULES: list[tuple[_Pattern, str]] = [
     (_Pattern(r"\b(npm_)[A-Za-z0-9]{30,}"), r"\1" + MASK),
     (_Pattern(r"\b((?:AKIA|ASIA))[A-Z0-9]{16}\b"), r"\1" + MASK),
     # HTTP credentials.
-    (_Pattern(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]+=*", re.IGNORECASE), r"\1 " + MASK),
+    (_Pattern(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]+=*", IGNORECASE), r"\1 " + MASK),
     # scheme://user:password@host
     (
         _Pattern(r"\b([a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^/\s:@]{1,256}:)[^@\s/]{1,256}@"),
@@ -62,7 +88,7 @@ _RULES: list[tuple[_Pattern, str]] = [
     ),
     # JSON keys: "api_key": "value"
     (
-        _Pattern(r'("' + _NAME + r'"\s*:\s*")(?:[^"\\]|\\.)*(")', re.IGNORECASE),
+        _Pattern(r'("' + _NAME + r'"\s*:\s*")(?:[^"\\]|\\.)*(")', IGNORECASE),
         r"\1" + MASK + r"\2",
     ),
     # Flags: --token X, --password=X, --api-key X
@@ -70,15 +96,13 @@ _RULES: list[tuple[_Pattern, str]] = [
         _Pattern(
             r"(--(?:[a-z0-9]{1,32}-){0,4}(?:token|secret|password|passwd|api-key|apikey|auth|key)"
             r"(?:[=\s]+))(?!-)(\"[^\"]*\"|'[^']*'|\S+)",
-            re.IGNORECASE,
+            IGNORECASE,
         ),
         r"\1" + MASK,
     ),
 ]
 
-_ASSIGNMENT = _Pattern(
-    r"(\b" + _NAME + r"\s*=\s*)(?:\"([^\"]*)\"|'([^']*)'|[^\s\"']+)", re.IGNORECASE
-)
+_ASSIGNMENT = _Pattern(r"(\b" + _NAME + r"\s*=\s*)(?:\"([^\"]*)\"|'([^']*)'|[^\s\"']+)", IGNORECASE)
 """API_KEY=x, export GITHUB_TOKEN="x", aws_secret_access_key = x, :_authToken=x"""
 
 
@@ -93,6 +117,13 @@ def mask(text: str) -> str:
 
     Linear in the length of ``text``; callers that only show a prefix should mask
     a little more than that prefix, not the whole input."""
+    if not may_hold_secret(text):
+        return text  # most commands: no rule is even compiled
+    return apply_rules(text)
+
+
+def apply_rules(text: str) -> str:
+    """Every rule on ``text``, whatever `may_hold_secret` says (what `mask` does)."""
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return _ASSIGNMENT.sub(_mask_assignment, text)
