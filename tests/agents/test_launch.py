@@ -413,6 +413,14 @@ def test_a_cline_users_own_hooks_still_run(tmp_path: Path) -> None:
     assert done.returncode == 3, done
     assert json.loads(done.stdout) == {"cancel": True, "errorMessage": "theirs"}
     assert got.read_text() == payload
+    # A home from a spawn request whose path would be code if written unquoted.
+    odd = tmp_path / "a\n touch pwned #" / "home"
+    (odd / ".cline" / "hooks").mkdir(parents=True)
+    (odd / ".cline" / "hooks" / "TaskStart").write_text("cat > /dev/null\n")
+    started = launch("cline", [], session_dir=tmp_path / "t", env={"HOME": str(odd)})
+    file = Path(started.env["CLINE_DIR"]) / "hooks" / "TaskStart"
+    subprocess.run(["sh", str(file)], input=b"{}", cwd=tmp_path, env=clean, timeout=30, check=True)
+    assert not (tmp_path / "pwned").exists()
 
 
 def test_cline_runs_a_hook_file_by_its_first_line_or_its_ending(tmp_path: Path) -> None:

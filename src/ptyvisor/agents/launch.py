@@ -677,13 +677,14 @@ def _first_line(path: Path) -> str:
 def cline_hook_file(event: str, theirs: Path | None) -> str:
     """Our hook file for ``event`` (Cline runs it with ``sh``): our hook, then the
     user's own file for that event, if any, with the same payload and its output and
-    status as the hook's."""
+    status as the hook's. Every word in it is quoted (`shlex.join`): the user's path
+    comes with a spawn request (their home, their ``--config``)."""
     ours = hook_command("cline", event)
     if theirs is None:
         return f"#!/bin/sh\nexec {ours}\n"
     return (
         "#!/bin/sh\n"
-        f"# ptyvisor's hook, then the user's own: {theirs}\n"
+        "# ptyvisor's hook, then the user's own (the payload has no NUL: it is JSON)\n"
         "payload=$(cat; printf .)\n"
         "payload=${payload%.}\n"
         f'printf %s "$payload" | {ours}\n'
