@@ -30,6 +30,7 @@ from ptyvisor.agents.launch import (
     hook_argv,
     hook_command,
     launch,
+    pasted_as,
     qwen_system_defaults,
     read_jsonc,
     resume_args,
@@ -501,3 +502,18 @@ def test_the_hook_command_runs_ours_whatever_the_agents_python_settings(
     assert FRAME_PREFIX in os.read(master, 65536), "the hook wrote no frame"
     os.close(master)
     os.close(slave)
+
+
+def test_what_cline_calls_a_long_paste() -> None:
+    """Its marker (3.0.65, seen in its input history): the first 48 characters with
+    every run of whitespace one space, trimmed, and the count of lines (a last empty
+    line not counted); fewer than 5 lines are the text itself."""
+    text = "line one\nline two\nline three\nline four\nline five\nline six"
+    shown = "[line one line two line three line four line five... Pasted +6 lines]"
+    assert pasted_as("cline", text) == shown
+    assert pasted_as("cline", "a\r\nb\rc\nd\n") is None
+    assert pasted_as("cline", "  a\n\tb\nc\nd\ne\n") == "[a b c d e... Pasted +5 lines]"
+    assert pasted_as("cline", "\n\n\n\n\n") == "[Pasted +5 lines]"
+    cut = "x" * 47 + " yz\n" + "\n".join("abcd")
+    assert pasted_as("cline", cut) == f"[{'x' * 47}... Pasted +5 lines]"  # then trimmed
+    assert pasted_as("claude-code", text) is None

@@ -324,6 +324,35 @@ ESC_DENIES_AND_GOES_ON: frozenset[str] = frozenset({"cline"})
 tests/agents/clis/test_cline_e2e.py). Elsewhere Esc at a dialog ends the turn."""
 
 
+PASTE_MARKER_LINES: dict[str, int] = {"cline": 5}
+"""Agents that fold a bracketed paste of this many lines or more into a marker in their
+input box, and report the marker as the prompt they took (`pasted_as`)."""
+_JS_SPACES = re.compile(r"[\s\ufeff]+")
+r"""JavaScript's ``\s``: Unicode whitespace and the byte-order mark (Python's ``\s``
+also takes four ASCII separators JavaScript's does not: a prompt holding one is not
+confirmed)."""
+
+
+def pasted_as(agent: str | None, text: str) -> str | None:
+    """What ``agent`` reports as the prompt when ``text`` was pasted into its input
+    box, where that is not the text; None where it is. Cline 3.0.65 folds a paste of 5
+    lines or more into ``[<its first 48 characters, spaces collapsed>... Pasted +N
+    lines]`` (its ``EX``), and records that in its input history, which its hook
+    reads (hooks/cline.py). Past the Basic Multilingual Plane its 48 characters are
+    UTF-16 units, not these: such a prompt is typed, but cannot be confirmed."""
+    least = PASTE_MARKER_LINES.get(agent or "")
+    if least is None:
+        return None
+    lines = re.split(r"\r\n|\r|\n", text)
+    count = len(lines) - 1 if lines[-1] == "" else len(lines)
+    if count < least:
+        return None
+    head = _JS_SPACES.sub(" ", text).strip(" ")  # trimmed, then collapsed
+    head = head[:48].rstrip() if len(head) > 48 else head
+    noun = "line" if count == 1 else "lines"
+    return f"[{head}... Pasted +{count} {noun}]" if head else f"[Pasted +{count} {noun}]"
+
+
 SUBMIT_GAP: dict[str, float] = {"gemini-cli": 0.1}
 """Seconds an Enter must follow the keys before it, for an agent that loses one typed
 sooner (server/session/typed_input.py holds it back). Gemini CLI 0.61.0, in its bundle:

@@ -27,6 +27,7 @@ from tests.agents.clis.scenarios import (
     session_end_to_end,
     started,
 )
+from tests.timeouts import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -101,4 +102,20 @@ async def test_esc_at_a_cline_approval_denies_it_and_the_turn_goes_on(tmp_path: 
         await run.wait_phase("waiting", since=mark + 1, wait=20)
         assert run.phases[-4:] == ["working", "needs_input", "working", "waiting"], run.phases
         assert not (run.project / "denied.txt").exists()
+        await run.assert_clean()
+
+
+@pytest.mark.timeout(150, func_only=True)
+async def test_a_long_prompt_cline_folds_into_a_marker_is_confirmed(tmp_path: Path) -> None:
+    """Cline folds a paste of 5 lines or more into "[… Pasted +N lines]" and records
+    that marker as the prompt its hook reads back: the ``prompt`` request is confirmed
+    by the marker's digest, and the model gets the whole text once."""
+    text = "Refactor the parser module\n  1. split it\n  2. test it\n  3. time it\n  4. ship it"
+    async with started(AGENT, tmp_path) as run:
+        run.model.script(Reply.text("Planned LONG-DONE"))
+        await run.client.prompt(run.session_id, text, ready_wait=30, confirm_wait=scaled(20))
+        request = await run.scripted_request(0, "the prompt")
+        sent = [t.replace("\r", "\n") for t in request.user_texts()]
+        assert sum(text in t for t in sent) == 1, request.summary()
+        await run.wait_screen("LONG-DONE", wait=20)
         await run.assert_clean()

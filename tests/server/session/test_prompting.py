@@ -143,3 +143,28 @@ def test_shows_finds_the_start_of_the_text_however_it_wrapped() -> None:
     assert shows("Fix  the failing test", ["│ > Fix the failing test   │"])
     assert not shows("Fix the failing test", ["> Fix the"])
     assert not shows("   ", ["anything"])
+
+
+LONG = "Refactor the parser module\n  1. split it\n  2. test it\n  3. time it\n  4. ship it\n"
+
+
+async def test_a_long_paste_an_agent_folds_is_confirmed_by_its_marker() -> None:
+    """Cline reports a paste of 5 lines or more by the marker it folds it into
+    (launch.pasted_as); that marker's digest confirms it, as the text's would."""
+    for agent, confirmed in (("cline", True), ("claude-code", False)):
+        stand = Stand()
+        prompter = Prompter(stand, lambda: 9, agent=agent)
+        marker = "[Refactor the parser module 1. split it 2. test i... Pasted +5 lines]"
+
+        def folded(data: bytes, prompter: Prompter = prompter, marker: str = marker) -> None:
+            prompter.taken(prompt_digest(marker))
+
+        stand.on_write = folded
+        if confirmed:
+            assert await prompter.deliver(LONG, ready_wait=1, confirm_wait=1) == 9
+        else:
+            with pytest.raises(PromptNotTaken):
+                await prompter.deliver(LONG, ready_wait=1, confirm_wait=0.3)
+        assert (
+            stand.written[0] == PASTE_START + LONG.replace("\n", "\r").encode() + PASTE_END + b"\r"
+        )

@@ -20,6 +20,7 @@ import anyio
 
 from ptyvisor.agents.activity import ActivityPhase
 from ptyvisor.agents.digest import one_line, prompt_digest
+from ptyvisor.agents.launch import pasted_as
 from ptyvisor.errors import PromptNotTaken
 from ptyvisor.terminal.keys import encode_keys
 
@@ -44,7 +45,12 @@ class Typist(Protocol):
 class Prompter:
     """One session's prompts under way, by digest."""
 
-    def __init__(self, typist: Typist, now_ms: Callable[[], int]) -> None:
+    def __init__(
+        self, typist: Typist, now_ms: Callable[[], int], *, agent: str | None = None
+    ) -> None:
+        """``agent``: whose input box the prompts go to (some report a long paste by
+        a marker of their own, launch.pasted_as)."""
+        self._agent = agent
         self._typist = typist
         self._now_ms = now_ms
         self._waiting: dict[str, anyio.Event] = {}
@@ -70,10 +76,13 @@ class Prompter:
                 f"(it is {typist.phase().value})",
                 exited=typist.ended(),
             )
-        digest = prompt_digest(text)
-        taken = self._waiting.setdefault(digest, anyio.Event())
+        bracketed = await typist.bracketed_paste()
+        marker = pasted_as(self._agent, text) if bracketed else None
+        digests = {prompt_digest(text), *([prompt_digest(marker)] if marker else [])}
+        taken = next((self._waiting[d] for d in digests if d in self._waiting), anyio.Event())
+        for digest in digests:
+            self._waiting.setdefault(digest, taken)
         try:
-            bracketed = await typist.bracketed_paste()
             if not bracketed:  # a line break would submit early: words stay words
                 text = one_line(text)  # the digest's own spaces: a no-break space stays
             data = encode_keys([text], paste=True, bracketed_paste=bracketed) + b"\r"
@@ -94,7 +103,8 @@ class Prompter:
                 f"the agent did not report taking the prompt within {confirm_wait:g} s"
             )
         finally:
-            self._waiting.pop(digest, None)
+            for digest in digests:
+                self._waiting.pop(digest, None)
 
     async def _idle_within(self, wait: float) -> bool:
         """Whether the agent is at its input prompt, now or within ``wait`` seconds,

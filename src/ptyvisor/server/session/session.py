@@ -206,7 +206,7 @@ class Session:
         self._renderer_resize_due = anyio.Event()
         self._input = TypedInput(limit=INPUT_LIMIT, gap=SUBMIT_GAP.get(identity.agent or ""))
         self._input_ready = anyio.Event()
-        self.prompter = Prompter(self, now_ms)
+        self.prompter = Prompter(self, now_ms, agent=identity.agent)
         self.exited = anyio.Event()
         self._cancel = anyio.CancelScope()
         self.finished = anyio.Event()
