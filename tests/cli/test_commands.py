@@ -1170,7 +1170,7 @@ def test_completion_scripts_complete_commands_options_and_choices(tmp_path: Path
 
     assert complete("sen") == ["send", "send-keys"]
     assert "--follow" in complete("events", "--f")
-    assert complete("run", "--agent", "c") == ["claude-code", "codex", "copilot"]
+    assert complete("run", "--agent", "c") == ["claude-code", "codex", "copilot", "cline"]
     assert complete("wait", "x", "--phase", "wa") == ["waiting"]
     zsh = run_cli("completion", "zsh", env=env)
     assert zsh.returncode == 0 and "bashcompinit" in zsh.stdout

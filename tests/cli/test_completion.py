@@ -133,7 +133,7 @@ def test_a_global_option_before_the_command_is_passed_over() -> None:
     url = ["ssh", ":", "//me", "@", "box", ":", "2222"]
     after_host, agents, with_context, host_value, context_value = complete_in_bash(
         ["ptyvisor", "-H", *url, "ru"],
-        ["ptyvisor", "-H", *url, "run", "--agent", "cl"],
+        ["ptyvisor", "-H", *url, "run", "--agent", "cla"],
         ["ptyvisor", "--context", "prod", "wait", "--phase", "need"],
         ["ptyvisor", "--host", ""],
         ["ptyvisor", "--context", ""],
@@ -244,7 +244,7 @@ def shell(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Shell]:
     [
         ("ptyvisor compl", "ptyvisor completion "),
         ("ptyvisor wait --ph", "ptyvisor wait --phase "),
-        ("ptyvisor run --agent cl", "ptyvisor run --agent claude-code "),
+        ("ptyvisor run --agent cla", "ptyvisor run --agent claude-code "),
         (
             "ptyvisor -H ssh://me@box:2222 run --agent qw",
             "ptyvisor -H ssh://me@box:2222 run --agent qwen-code ",
