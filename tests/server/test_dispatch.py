@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, get_args
 
 import anyio
 import pytest
 
+from ptyvisor.agents.launch import takes_queued_message
 from ptyvisor.errors import (
     BadAnswer,
     BadJSON,
@@ -173,6 +175,27 @@ async def test_messages_are_refused_blank_too_long_or_with_no_turn_running(
         with pytest.raises(RequestError) as refused:
             await harness(type="send", session=sid, message=message)
         assert refused.value.code == code
+
+
+async def test_a_message_for_an_agent_that_cannot_take_one_is_refused(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """Cline (like OpenCode, Kilo, Pi and oh-my-pi) has no hook that could hand a queued
+    message over: ``send`` says so (``not_supported``), and the summary tells a client
+    before it tries (``takes_messages``). Here ``cline`` is a stand-in that waits."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "cline").write_text("#!/bin/sh\nexec sleep 60\n")
+    (bin_dir / "cline").chmod(0o755)
+    env = {**child_env(), "PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    spawned = await harness(type="spawn", argv=[], agent="cline", env=env)
+    assert isinstance(spawned, Spawned) and not spawned.session.takes_messages
+    with pytest.raises(RequestError) as refused:
+        await harness(type="send", session=spawned.session.id, message="then run the tests")
+    assert refused.value.code == "not_supported"
+    assert harness.supervisor.get(spawned.session.id).core.queued_message is None
+    assert (await harness.spawn("cat")) and takes_queued_message(None)
+    assert takes_queued_message("claude-code") and not takes_queued_message("pi")
 
 
 async def test_a_signal_to_a_program_that_has_exited_is_refused(harness: Harness) -> None:

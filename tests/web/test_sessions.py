@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from playwright.sync_api import BrowserContext, Page, expect
@@ -331,3 +332,23 @@ def test_a_session_in_a_worktree_from_the_form(server: Server, page: Page, tmp_p
     worktree = listed["tree"]["worktree"]
     assert worktree and worktree.endswith("/from-page") and worktree != str(repo)
     wait_for_terminal(page, "^" + re.escape(worktree) + "$")
+
+
+def test_no_message_box_for_an_agent_that_cannot_take_one(
+    server: Server, page: Page, tmp_path: Path
+) -> None:
+    """Pi's extension (like OpenCode's, Kilo's and Cline's) hands no queued message
+    over: while it works, the page offers no message box. Here ``pi`` is a stand-in
+    that reports working the way the extension does."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pi").write_text("#!/bin/sh\nptyvisor emit activity working --agent pi\nread a\n")
+    (bin_dir / "pi").chmod(0o755)
+    path = f"{bin_dir}:{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    spawn = {"type": "spawn", "argv": [], "agent": "pi", "name": "pi", "env": {"PATH": path}}
+    assert server.request(spawn)["type"] == "spawned"
+    login(page, server)
+    session_entry(page, "pi").click()
+    expect(session_entry(page, "pi").locator(".badge")).to_have_text("Working")
+    expect(page.locator("#queue-box")).to_be_hidden()
+    assert [s["takes_messages"] for s in server.sessions()] == [False]

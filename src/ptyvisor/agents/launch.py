@@ -312,6 +312,22 @@ extension has reported a call whose dialog may or may not come (an interaction f
 pending from the screen that shows it (activity.ActivityRules._holds_dialog)."""
 
 
+TAKES_QUEUED_MESSAGE: frozenset[str] = frozenset(
+    {"claude-code", "codex", "qwen-code", "gemini-cli", "copilot", "droid"}
+)
+"""Agents whose extension hands a queued message (``send``) to the agent at a turn's end:
+an awaited Stop-like hook (Claude's Stop, Gemini's AfterAgent, Copilot's agentStop).
+OpenCode's, Kilo's, Pi's and oh-my-pi's extensions take none, and Cline has no awaited
+hook at a turn's end: a message for them is refused (`takes_queued_message`)."""
+
+
+def takes_queued_message(agent: str | None) -> bool:
+    """Whether a message queued for a session of ``agent`` can reach it: every agent in
+    `TAKES_QUEUED_MESSAGE`, and a program ptyvisor launched with no agent (its own
+    hooks may take one through the control socket, as ours do)."""
+    return agent not in AGENTS or agent in TAKES_QUEUED_MESSAGE
+
+
 CTRL_C_KEEPS_THE_TURN: frozenset[str] = frozenset({"droid"})
 """Agents for which Ctrl-C during a turn does not end it (only Esc does): Droid 0.225
 takes it as the first of two presses to exit and works on (checked against the real

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from ptyvisor.agents.launch import takes_queued_message
 from ptyvisor.errors import (
     BadAnswer,
     Gone,
@@ -376,6 +377,12 @@ class Dispatcher:
         if len(request.message) > MAX_MESSAGE:
             raise RequestError(
                 "bad_request", f"the message is longer than {MAX_MESSAGE} characters"
+            )
+        if not takes_queued_message(session.agent):
+            raise RequestError(
+                "not_supported",
+                f"session {request.session!r} runs {session.agent}, whose extension cannot "
+                "hand a queued message over at a turn's end: type it when the turn is over",
             )
         if not session.queue_message(request.message):
             raise RequestError(

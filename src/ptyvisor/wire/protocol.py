@@ -114,6 +114,12 @@ class SessionSummary(_Model):
     queued_message: str | None = Field(
         default=None, description="The message queued for the agent's next Stop (see send)"
     )
+    takes_messages: bool = Field(
+        default=True,
+        description="Whether send can queue a message for this session: False for an agent "
+        "whose extension cannot hand one over at a turn's end (OpenCode, Kilo, Pi, oh-my-pi, "
+        "Cline), which refuses it with not_supported",
+    )
     raw: RawNames | None = Field(
         default=None,
         description="Exact bytes of argv, command and cwd when any is not valid UTF-8",
@@ -407,7 +413,9 @@ class SendMessage(_Request):
     """Queue one message for a session whose agent is working on a turn: its next Stop
     hook takes it and the agent continues with it as the next instruction. A newer
     message replaces the queued one. Errors: ``bad_request`` (blank, or longer than
-    4000 characters), ``not_running`` (the agent is not working on a turn)."""
+    4000 characters), ``not_running`` (the agent is not working on a turn),
+    ``not_supported`` (its extension cannot hand a message over: see
+    `SessionSummary.takes_messages`)."""
 
     type: Literal["send"]
     session: SessionId
@@ -768,6 +776,7 @@ ErrorCode = Literal[
     "not_answerable",
     "bad_request",
     "not_running",
+    "not_supported",
     "not_resumable",
     "no_records",
     "view_only",

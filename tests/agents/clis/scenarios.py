@@ -364,7 +364,7 @@ async def acts_on_a_queued_message(
     await run.wait_phase("working", since=mark)
     await run.client.send_message(run.session_id, queued)
     summary = next(s for s in await run.client.list() if s.id == run.session_id)
-    assert summary.queued_message == queued
+    assert summary.queued_message == queued and summary.takes_messages
     if meanwhile is not None:
         await meanwhile(run, mark)
     later = await run.model.wait_for_request(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ptyvisor.errors import ServerError
 from tests.agents.clis.fake_model import Reply
 from tests.agents.clis.scenarios import (
     CTRL_C,
@@ -68,7 +69,8 @@ async def test_cline_interrupt_end_to_end(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(150, func_only=True)
 async def test_ctrl_c_during_a_cline_turn_ends_the_session(tmp_path: Path) -> None:
-    """Ctrl-C during a turn aborts it and exits the TUI at once: ``stopped``."""
+    """Ctrl-C during a turn aborts it and exits the TUI at once: ``stopped``. While it
+    works, a message queued for it is refused: no Cline hook could hand it over."""
     async with started(AGENT, tmp_path) as run:
         run.model.script(replace(Reply.text("Too late LATE-2"), delay=20.0))
         mark = run.mark()
@@ -76,6 +78,11 @@ async def test_ctrl_c_during_a_cline_turn_ends_the_session(tmp_path: Path) -> No
         await run.wait_phase("working", since=mark)
         await run.scripted_request(0, "the slow request")
         await run.wait_screen(BUSY, wait=10)
+        with pytest.raises(ServerError) as refused:
+            await run.client.send_message(run.session_id, "then run the tests")
+        assert refused.value.code == "not_supported"
+        summary = next(s for s in await run.client.list() if s.id == run.session_id)
+        assert not summary.takes_messages and summary.queued_message is None
         await run.type(CTRL_C)
         await run.wait_phase("stopped", since=mark, wait=20)
         assert run.phases[-2:] == ["waiting", "stopped"], run.phases

@@ -41,7 +41,7 @@ from ptyvisor.agents.activity import (
     Tick,
     Which,
 )
-from ptyvisor.agents.launch import SUBMIT_GAP
+from ptyvisor.agents.launch import SUBMIT_GAP, takes_queued_message
 from ptyvisor.agents.via import ViaSetup
 from ptyvisor.config import DEFAULT_LAG_LIMIT
 from ptyvisor.keeper.proctable import ProcessTable, in_session_tree
@@ -620,6 +620,7 @@ class Session:
             pending_interaction=self.tracker.pending,
             answerable=self.publisher.answerable,
             queued_message=self.core.queued_message,
+            takes_messages=takes_queued_message(self.agent),
             clients=len(self.clients),
             created_at=self.created_at,
             size=self.size,

@@ -229,9 +229,12 @@ export class QueueBox {
     const session = this.store.get(this.sessionId);
     const queued = session?.queued_message ?? null;
     // Only an agent working on a turn takes a message (the server says
-    // not_running otherwise); a queued one stays visible until it is delivered.
+    // not_running otherwise), and only one whose extension can hand it over
+    // (takes_messages; not_supported otherwise); a queued one stays visible
+    // until it is delivered.
     const working =
       Boolean(session?.agent) &&
+      session?.takes_messages !== false &&
       session?.activity.phase === "working" &&
       session?.process.state !== "exited";
     this.root.hidden = !session || (!working && queued === null);
