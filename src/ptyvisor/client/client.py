@@ -632,7 +632,8 @@ class Client:
         await self._call(request, Ok)
 
     async def send_message(self, session_id: str, message: str) -> None:
-        """Queue ``message`` for the next Stop; ServerError ``not_running``, ``bad_request``."""
+        """Queue ``message`` for the next Stop; ServerError ``not_running``,
+        ``not_supported`` (the agent cannot take one), ``bad_request``."""
         await self._call(
             SendMessage.model_construct(type="send", session=session_id, message=message), Ok
         )
