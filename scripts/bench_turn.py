@@ -30,7 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -61,6 +61,13 @@ ALLOW_TOOLS: dict[str, list[str]] = {
     "cline": ["--auto-approve", "true"],
 }
 """Each agent's way to run the shell tool without asking."""
+BESIDE_THE_EXTENSION: dict[str, Callable[[Path], list[str]]] = {
+    "cline": lambda home: [f"--data-dir={home / '.cline' / 'data'}"],
+}
+"""What ptyvisor's launch adds that is not the extension, given to the plain command
+too so that the modes differ only by the hooks: Cline's ``--data-dir`` keeps its session
+in the TUI's process (without it, the first TUI on a data folder also starts a hub
+process, which then runs beside the measurement and outlives it)."""
 PROMPT = "Run the twenty steps"
 
 
@@ -101,7 +108,8 @@ async def one_turn(agent: str, mode: str, calls: int, delay: float, tmp: Path) -
             await tg.start(run_server, config)
             async with Client.connect(config.url, TOKEN) as client:
                 if mode == WITHOUT:
-                    argv = [*agent_command(agent), *extra]
+                    beside = BESIDE_THE_EXTENSION.get(agent)
+                    argv = [*agent_command(agent), *extra, *(beside(home) if beside else [])]
                     summary = await client.spawn(argv, cwd=str(project), env=env)
                 else:
                     with hooks_running_true() if mode == FLOOR else nullcontext():
