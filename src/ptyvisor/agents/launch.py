@@ -637,21 +637,28 @@ def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
     return home
 
 
+def _take_option(args: Sequence[str], option: str) -> tuple[str | None, list[str]]:
+    """The value of the user's own ``option`` (``--option VALUE`` or ``--option=VALUE``;
+    the last one given), and ``args`` without it."""
+    rest: list[str] = []
+    value: str | None = None
+    words = iter(args)
+    for word in words:
+        if word == option:
+            value = next(words, None)
+        elif word.startswith(option + "="):
+            value = word.split("=", 1)[1]
+        else:
+            rest.append(word)
+    return value, rest
+
+
 def droid_settings(folder: Path, args: Sequence[str]) -> tuple[Path, list[str]]:
     """The session's ``--settings`` file for Droid, and ``args`` without the user's own
     ``--settings`` option: their file's content (read, never written), with our
     hooks added to each event's. An unreadable file of theirs is passed on as it is,
     and the session goes unreported (as Droid would report it)."""
-    rest: list[str] = []
-    theirs: str | None = None
-    words = iter(args)
-    for word in words:
-        if word == "--settings":
-            theirs = next(words, None)
-        elif word.startswith("--settings="):
-            theirs = word.split("=", 1)[1]
-        else:
-            rest.append(word)
+    theirs, rest = _take_option(args, "--settings")
     user = read_jsonc(Path(theirs)) if theirs else {}
     if user is None:
         return Path(str(theirs)), rest
@@ -743,18 +750,8 @@ def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tupl
     from (and is left out, as it would replace ours), and ``--data-dir`` names their
     data folder unless they passed one themselves or run Cline in its sandbox mode
     (``CLINE_SANDBOX=1``), which has no hub either."""
-    rest: list[str] = []
-    config: str | None = None
-    own_data = False
-    words = iter(args)
-    for word in words:
-        if word == "--config":
-            config = next(words, None)
-        elif word.startswith("--config="):
-            config = word.split("=", 1)[1]
-        else:
-            own_data = own_data or word.split("=", 1)[0] == "--data-dir"
-            rest.append(word)
+    config, rest = _take_option(args, "--config")
+    own_data = any(word.split("=", 1)[0] == "--data-dir" for word in rest)
     home = Path(env.get("HOME") or str(Path.home()))
     theirs = Path(config or env.get("CLINE_DIR") or home / ".cline").expanduser()
     data = Path(env.get("CLINE_DATA_DIR") or theirs / "data").expanduser()
