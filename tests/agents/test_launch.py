@@ -370,6 +370,10 @@ def test_cline_gets_a_session_folder_of_the_users_entries_and_our_hook_files(
         started = launch("cline", args, session_dir=tmp_path / "o", env=variables)
         assert started.argv == ["cline", f"--data-dir={other / 'data'}"]
         assert (Path(started.env["CLINE_DIR"]) / "skills").resolve() == other / "skills"
+    # "~user" of no user: taken as Cline takes it, a relative path (Path.expanduser raised).
+    started = launch("cline", ["--config", "~0"], session_dir=tmp_path / "t", env=env)
+    assert started.argv == ["cline", f"--data-dir={Path('~0', 'data')}"]
+    assert not Path("~0").exists()  # not made in the server's working directory
     started = launch("cline", ["--data-dir", "d"], session_dir=tmp_path / "d", env=env)
     assert started.argv == ["cline", "--data-dir", "d"]
     data = {**env, "CLINE_DATA_DIR": str(tmp_path / "data")}

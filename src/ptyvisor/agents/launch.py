@@ -619,14 +619,7 @@ def gemini_home(session_dir: Path, env: Mapping[str, str]) -> Path:
     for name in GEMINI_STATE_DIRS:
         with contextlib.suppress(OSError):
             (theirs / name).mkdir(parents=True, exist_ok=True)
-    try:
-        entries = sorted(theirs.iterdir())
-    except OSError:
-        entries = []
-    for entry in entries:
-        link = ours / entry.name
-        if entry.name != "settings.json" and not os.path.lexists(link):
-            link.symlink_to(entry)
+    _link_entries(theirs, ours, but="settings.json")
     settings = ours / "settings.json"
     user = read_jsonc(theirs / "settings.json")
     if user is None:
@@ -753,16 +746,17 @@ def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tupl
     config, rest = _take_option(args, "--config")
     own_data = any(word.split("=", 1)[0] == "--data-dir" for word in rest)
     home = Path(env.get("HOME") or str(Path.home()))
-    theirs = Path(config or env.get("CLINE_DIR") or home / ".cline").expanduser()
-    data = Path(env.get("CLINE_DATA_DIR") or theirs / "data").expanduser()
+    # As Cline takes them: a "~" in an option's value is the shell's to expand, not its.
+    theirs = Path(config or env.get("CLINE_DIR") or home / ".cline")
+    data = Path(env.get("CLINE_DATA_DIR") or theirs / "data")
+    # Cline's data stays the user's. A relative folder is the agent's working
+    # directory's, which is not this process's: Cline makes that one itself.
     with contextlib.suppress(OSError, ValueError):  # ValueError: a NUL in a path
-        data.mkdir(parents=True, exist_ok=True)  # Cline's data stays the user's
+        if data.is_absolute():
+            data.mkdir(parents=True, exist_ok=True)
     hooks = folder / "hooks"
     hooks.mkdir(parents=True, exist_ok=True)
-    for entry in _entries(theirs):
-        link = folder / entry.name
-        if entry.name != "hooks" and not os.path.lexists(link):
-            link.symlink_to(entry)
+    _link_entries(theirs, folder, but="hooks")
     chained: dict[str, Path] = {}
     for entry in _entries(theirs / "hooks"):
         event = cline_hook_event(entry.name)
@@ -777,6 +771,15 @@ def cline_dir(folder: Path, args: Sequence[str], env: Mapping[str, str]) -> tupl
     # One word: a folder whose name starts with "-" is not read as an option.
     data_args = [] if own_data else [f"--data-dir={data}"]
     return folder, [*data_args, *rest]
+
+
+def _link_entries(theirs: Path, ours: Path, *, but: str) -> None:
+    """Link every entry of the user's folder ``theirs`` into the session's ``ours`` but
+    the one named ``but`` (the session's own), keeping links made before."""
+    for entry in _entries(theirs):
+        link = ours / entry.name
+        if entry.name != but and not os.path.lexists(link):
+            link.symlink_to(entry)
 
 
 def _entries(folder: Path) -> list[Path]:
